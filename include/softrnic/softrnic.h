@@ -1,0 +1,81 @@
+/*
+ * softrnic.h: the parts of softrnic that RNICPI leaves to the host stack.
+ *
+ * RNICPI (rnicpi.h) is the provider interface. It assumes an access layer
+ * that owns device registration and hands connected LLP streams to
+ * ri_qp_modify(IDLE -> RTS). This header is that access layer's face:
+ *   - create and destroy software RNIC instances (each one a "VP" that the
+ *     built-in access layer attaches with ri_svc_attach),
+ *   - choose a handle view (privileged or user, consumer- or provider-serialised),
+ *   - create in-process LLP stream pairs for the loopback transport.
+ *
+ * Everything else goes through the ri_* calls of rnicpi.h.
+ */
+#ifndef SOFTRNIC_SOFTRNIC_H
+#define SOFTRNIC_SOFTRNIC_H
+
+#include <rnicpi/rnicpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How a consumer sees an RNIC instance (RNICPI L1316-1363, L9012-9020). */
+typedef enum softrnic_vp_view {
+    /* Privileged consumer, consumer-serialised locking (al_locking_ops): the default. */
+    SOFTRNIC_VIEW_PRIVILEGED = 0,
+    /* Privileged consumer, provider-serialised locking (vp_locking_ops). */
+    SOFTRNIC_VIEW_PRIVILEGED_VP_LOCKING = 1,
+    /* Non-privileged (NP-RNICPI) consumer: kernel-only calls return RI_RET_NO_PERMISSION. */
+    SOFTRNIC_VIEW_USER = 2
+} softrnic_vp_view_t;
+
+/*
+ * Creates a software RNIC instance named `name` (at most 63 bytes) and attaches it
+ * to the built-in access layer. *vp receives the SOFTRNIC_VIEW_PRIVILEGED handle.
+ * The RNIC is not open yet: call ri_rnic_open next.
+ * Returns RI_RET_INVALID_PARAMETER for a NULL/empty/too long name or NULL vp,
+ * RI_RET_RNIC_INUSE if an instance of that name exists, RI_RET_RESOURCE_SHORTAGE.
+ */
+ri_api_return_t softrnic_vp_create(const char *name, ri_vp_handle_t *vp);
+
+/*
+ * Destroys an instance. It must be closed (ri_rnic_close) first, otherwise
+ * RI_RET_RNIC_INUSE. Any view of the instance may be passed.
+ * RI_RET_VP_INVALID_HANDLE for an unknown handle.
+ */
+ri_api_return_t softrnic_vp_destroy(ri_vp_handle_t vp);
+
+/* Returns the requested view of an instance, or NULL for an unknown handle or view. */
+ri_vp_handle_t softrnic_vp_view(ri_vp_handle_t vp, softrnic_vp_view_t view);
+
+/*
+ * Completion and async event callbacks run on the instance's event thread, never
+ * inside a post or poll call (a consumer may hold a spinlock across those, RNICPI
+ * L1351). This call returns once every callback queued before it has returned,
+ * so a test can assert "exactly one callback" without sleeping. Must not be
+ * called from inside a callback (RI_RET_FAIL).
+ */
+ri_api_return_t softrnic_vp_drain_events(ri_vp_handle_t vp);
+
+/*
+ * Creates a connected pair of in-process LLP stream handles for the loopback
+ * transport. Pass one to each QP's ri_qp_modify(NEXT_STATE=RTS | LLQ_STREAM_HANDLE).
+ * The QPs may belong to the same or to different RNIC instances of this process.
+ * An end not yet handed to a QP can be released with softrnic_loopback_close.
+ * Returns RI_RET_INVALID_PARAMETER for NULL outputs, RI_RET_RESOURCE_SHORTAGE.
+ */
+ri_api_return_t softrnic_loopback_pair(ri_llp_stream_handle_t *a, ri_llp_stream_handle_t *b);
+
+/*
+ * Closes a loopback end that was never handed to a QP. A QP owns the end after a
+ * successful transition to RTS (RNICPI L1742-1757) and closes it itself.
+ * Returns RI_RET_INVALID_LL_HANDLE for an unknown or already owned handle.
+ */
+ri_api_return_t softrnic_loopback_close(ri_llp_stream_handle_t h);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SOFTRNIC_SOFTRNIC_H */
