@@ -1,0 +1,126 @@
+#include "engine/device.hpp"
+
+#include "engine/qp.hpp"
+
+namespace softrnic::engine {
+
+Device::Device(std::string name) : name_(std::move(name)) {
+    sq_retired.reset(new std::atomic<uint64_t>[Limits::kMaxQps]);
+    for (uint32_t i = 0; i < Limits::kMaxQps; ++i)
+        sq_retired[i].store(0, std::memory_order_relaxed);
+    for (auto &h : cq_handlers)
+        h.store(nullptr, std::memory_order_relaxed);
+    for (auto &u : cq_handler_used)
+        u.store(false, std::memory_order_relaxed);
+    for (int i = 0; i < 3; ++i)
+        views_[i] = VpHandle{nullptr, VpHandle::kMagic, this, static_cast<View>(i)};
+}
+
+Device::~Device() {
+    events.stop();
+}
+
+void Device::start_events() {
+    events.start([this](const QueuedEvent &ev) { deliver(ev); });
+}
+
+void Device::stop_events() {
+    events.stop();
+}
+
+void Device::raise(ri_async_event_type_t type, void *object, ObjKind kind, ri_os_data_t os_data) {
+    // Events raised while no handler is registered are lost (L2067-2071).
+    ri_async_event_callback_t cb = async_cb.load(std::memory_order_acquire);
+    if (!cb) return;
+    QueuedEvent ev;
+    ev.kind = EventKind::Async;
+    ev.object = object;
+    ev.object_kind = static_cast<uint8_t>(kind);
+    ev.record.event_type = type;
+    ev.record.event_data.resource_os_data = os_data;
+    ev.record.err_data = 0;
+    ev.async_cb = cb;
+    events.post(ev);
+}
+
+void Device::notify_cq(Cq &cq) {
+    QueuedEvent ev;
+    ev.kind = EventKind::CqNotify;
+    ev.object = cq.handle;
+    ev.object_kind = static_cast<uint8_t>(ObjKind::Cq);
+    ev.cq_handler_id = cq.handler_id;
+    ev.cq_os_data = cq.os_data;
+    events.post(ev);
+}
+
+void Device::deliver(const QueuedEvent &ev) {
+    // Nothing is delivered for an object destroyed after the event was queued; destroy()
+    // drains the thread, so nothing for it is in progress after destroy returns either.
+    if (ev.object) {
+        bool live = false;
+        switch (static_cast<ObjKind>(ev.object_kind)) {
+            case ObjKind::Cq:
+                live = cqs.lookup(ev.object) != nullptr;
+                break;
+            case ObjKind::Qp:
+                live = qps.lookup(ev.object) != nullptr;
+                break;
+            case ObjKind::Srq:
+                live = srqs.lookup(ev.object) != nullptr;
+                break;
+            default:
+                live = true;
+                break;
+        }
+        if (!live) return;
+    }
+    if (ev.kind == EventKind::CqNotify) {
+        if (ev.cq_handler_id > Limits::kMaxCqHandlers) return;
+        ri_cq_event_callback_t cb = cq_handlers[ev.cq_handler_id].load(std::memory_order_acquire);
+        if (cb) cb(open_os_data, ev.cq_os_data);
+    } else {
+        ri_event_record_t rec = ev.record;
+        ev.async_cb(open_os_data, &rec);
+    }
+}
+
+bool Cq::push(const Cqe &e) {
+    GateGuard g(resize_gate);
+    if (overflowed.load(std::memory_order_acquire)) return false;
+    bool ok = ring.push([&](Cqe &slot, std::span<std::byte>) { slot = e; });
+    if (!ok) {
+        if (!overflowed.exchange(true, std::memory_order_acq_rel))
+            dev->raise(RI_EVENT_CQ_OVERFLOW_DETECTED, handle, ObjKind::Cq, os_data);
+        return false;
+    }
+    uint8_t a = armed.load(std::memory_order_acquire);
+    while (a != 0 && (a == 2 || e.solicited)) {
+        if (armed.compare_exchange_weak(a, 0, std::memory_order_acq_rel)) {
+            dev->notify_cq(*this);
+            break;
+        }
+    }
+    return true;
+}
+
+uint32_t Cq::poll(ri_wc_t *out, uint32_t max) {
+    GateGuard g(resize_gate);
+    uint32_t n = 0;
+    constexpr uint64_t kPosMask = (uint64_t{1} << 40) - 1;
+    while (n < max && ring.pop([&](const Cqe &c, std::span<const std::byte>) {
+        out[n].rc_wc = c.wc;
+        if (c.retire_slot != ~0u) {
+            // Free the send-queue slots up to this WR, unless the QP was reset since.
+            std::atomic<uint64_t> &w = dev->sq_retired[c.retire_slot];
+            uint64_t cur = w.load(std::memory_order_acquire);
+            while ((cur >> 40) == (c.retire_word >> 40) &&
+                   (cur & kPosMask) < (c.retire_word & kPosMask) &&
+                   !w.compare_exchange_weak(cur, c.retire_word, std::memory_order_acq_rel)) {
+            }
+        }
+    }))
+        ++n;
+    return n;
+}
+
+}  // namespace softrnic::engine

@@ -1,0 +1,186 @@
+// The software RNIC instance and its resource objects.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "engine/events.hpp"
+#include "engine/handle_table.hpp"
+#include "engine/memory.hpp"
+#include "engine/slot_queue.hpp"
+#include "engine/sync.hpp"
+#include "rnicpi/rnicpi.h"
+
+namespace softrnic::engine {
+
+class Device;
+class Qp;
+
+// Resource limits this software RNIC advertises (ri_rnic_query).
+struct Limits {
+    static constexpr uint32_t kMaxPds = 4096;
+    static constexpr uint32_t kMaxQps = 16384;
+    static constexpr uint32_t kMaxCqs = 16384;
+    static constexpr uint32_t kMaxSrqs = 1024;
+    static constexpr uint32_t kMaxWrsQp = 16384;
+    static constexpr uint32_t kMaxWrsSrq = 65536;
+    static constexpr uint32_t kMaxSge = 8;  // send/recv QP, SRQ, RDMA write, RDMA read
+    static constexpr uint32_t kMaxCqes = 1u << 20;
+    static constexpr uint32_t kMaxCqHandlers = 64;
+    static constexpr uint32_t kMaxStags = 1u << 18;  // MRs + MWs
+    static constexpr uint32_t kMaxPbl = 1u << 18;    // pages per physical/fast-reg region
+    static constexpr uint32_t kMaxIrdQp = 128;
+    static constexpr uint32_t kMaxOrdQp = 128;
+    static constexpr uint32_t kMaxInline = 0;  // INLINE_OK is a hint we may ignore (L8922)
+    static constexpr uint64_t kPageSize = 4096;
+};
+
+enum class View : uint8_t { Privileged = 0, PrivilegedVpLocking = 1, User = 2 };
+
+// A VP handle: one per view of an instance. The ops pointer must come first (L11299).
+struct VpHandle {
+    const ri_ops_t *ops;
+    uint32_t magic;
+    Device *dev;
+    View view;
+    static constexpr uint32_t kMagic = 0x53525650;  // "SRVP"
+};
+
+// A consumer's RNIC handle (ri_rnic_get_hdl). The ops pointer must come first.
+struct RnicHandle {
+    const ri_ops_t *ops;
+    uint32_t magic;
+    Device *dev;
+    View view;
+    ri_consumer_domain_t location;
+    ri_os_data_t os_data;
+    std::atomic<uint32_t> children{0};
+    // Provider-serialised view: serialises calls on this handle's objects (L1353-1358).
+    std::recursive_mutex serial;
+    static constexpr uint32_t kMagic = 0x53524E43;  // "SRNC"
+    bool privileged() const { return view != View::User; }
+};
+
+class Pd {
+  public:
+    RnicHandle *owner = nullptr;
+    void *handle = nullptr;
+    ri_os_data_t os_data = nullptr;
+    std::atomic<uint32_t> users{0};
+};
+
+// A completion as queued inside a CQ.
+struct Cqe {
+    ri_rc_wc_t wc;
+    uint32_t retire_slot;  // QP slot whose send queue this completion retires, or ~0
+    uint64_t retire_word;  // (incarnation << 40) | send-queue position after this WR
+    bool solicited;
+};
+
+class Cq {
+  public:
+    Device *dev = nullptr;
+    RnicHandle *owner = nullptr;
+    void *handle = nullptr;
+    ri_os_data_t os_data = nullptr;
+    uint32_t handler_id = 0;
+    uint32_t requested = 0;
+    SlotQueue<Cqe> ring;
+    Gate resize_gate;
+    std::atomic<uint8_t> armed{0};  // 0 none, 1 solicited, 2 any
+    std::atomic<bool> overflowed{false};
+    std::atomic<uint32_t> users{0};  // attached work queues
+
+    // Producer side (any thread). Returns false on overflow (the CQ is then in error).
+    bool push(const Cqe &e);
+    // Consumer side: fills up to `max` entries.
+    uint32_t poll(ri_wc_t *out, uint32_t max);
+};
+
+// A receive WQE as kept in a receive queue or SRQ; its SGEs trail it in the slot.
+struct RecvWqe {
+    ri_wr_id_t id;
+    uint32_t flags;
+    uint32_t num_sgls;
+};
+
+class Srq {
+  public:
+    Device *dev = nullptr;
+    RnicHandle *owner = nullptr;
+    void *handle = nullptr;
+    ri_os_data_t os_data = nullptr;
+    Pd *pd = nullptr;
+    uint32_t max_wrs = 0;
+    uint32_t max_sgl = 0;
+    std::atomic<uint32_t> lowat{0};
+    std::atomic<bool> limit_armed{false};
+    std::atomic<bool> in_error{false};
+    SlotQueue<RecvWqe, ri_data_seg_t> ring;
+    std::atomic<uint32_t> posted{0};  // WQEs in the queue
+    Gate resize_gate;
+    std::atomic<uint32_t> users{0};  // attached QPs
+    std::mutex post_mu;  // orders posters against resize (posters are the consumer's threads)
+};
+
+class Device {
+  public:
+    explicit Device(std::string name);
+    ~Device();
+
+    const std::string &name() const { return name_; }
+    VpHandle *view(View v) { return &views_[static_cast<int>(v)]; }
+
+    // --- state guarded by mu ---
+    std::recursive_mutex mu;
+    bool attached = false;
+    bool open = false;
+    ri_pbl_mode_t pbl_mode = RI_PHYS_PAGE_LIST_MODE;
+    ri_os_data_t open_os_data = nullptr;
+    std::set<RnicHandle *> rnics;
+    std::string lib_path;
+
+    // Event delivery.
+    std::atomic<ri_async_event_callback_t> async_cb{nullptr};
+    std::array<std::atomic<ri_cq_event_callback_t>, Limits::kMaxCqHandlers + 1> cq_handlers{};
+    std::array<std::atomic<bool>, Limits::kMaxCqHandlers + 1> cq_handler_used{};
+    EventThread events;
+
+    HandleTable<Pd> pds{ObjKind::Pd, Limits::kMaxPds};
+    HandleTable<Cq> cqs{ObjKind::Cq, Limits::kMaxCqs};
+    HandleTable<Qp> qps{ObjKind::Qp, Limits::kMaxQps};
+    HandleTable<Srq> srqs{ObjKind::Srq, Limits::kMaxSrqs};
+    StagTable stags{Limits::kMaxStags};
+
+    // Send-queue retirement words, by QP slot: written by CQ pollers, read by posters.
+    // They live here, not in the QP, so a late poll never touches a destroyed QP.
+    std::unique_ptr<std::atomic<uint64_t>[]> sq_retired;
+    std::atomic<uint32_t> next_qp_id{1};
+    std::atomic<uint32_t> incarnation_seed{1};
+
+    // Pins (ri_mem_pin): exact-range reference counts (L6029-6040).
+    std::mutex pin_mu;
+    std::map<std::pair<uintptr_t, uint64_t>, uint32_t> pins;
+
+    void start_events();
+    void stop_events();
+    void raise(ri_async_event_type_t type, void *object, ObjKind kind, ri_os_data_t os_data);
+    void notify_cq(Cq &cq);
+
+  private:
+    void deliver(const QueuedEvent &ev);
+    std::string name_;
+    std::array<VpHandle, 3> views_;
+};
+
+// Instances by name, and VP handle validation.
+Device *device_from_vp(ri_vp_handle_t vp);
+RnicHandle *rnic_from_handle(ri_rnic_handle_t h);
+
+}  // namespace softrnic::engine

@@ -1,0 +1,124 @@
+#include "engine/memory.hpp"
+
+#include <algorithm>
+#include <random>
+
+#include "engine/handle_table.hpp"
+
+namespace softrnic::engine {
+
+StagTable::StagTable(uint32_t capacity) {
+    // Capacity is a power of two no larger than 2^24 so the slot is the low bits of the index.
+    uint32_t cap = static_cast<uint32_t>(round_up_pow2(std::min<uint32_t>(capacity, 1u << 24)));
+    slot_bits_ = static_cast<uint32_t>(__builtin_ctz(cap));
+    entries_.reserve(cap);
+    for (uint32_t i = 0; i < cap; ++i)
+        entries_.push_back(std::make_unique<MemEntry>());
+    std::random_device rd;
+    rng_state_ = (uint64_t{rd()} << 32) | rd();
+    std::mt19937_64 shuffle_rng(rng_state_);
+    free_.reserve(cap);
+    // Slot 0 is never used, so no STag index is ever 0 (STag0 is the special STag, L1589).
+    for (uint32_t i = 1; i < cap; ++i)
+        free_.push_back(i);
+    std::shuffle(free_.begin(), free_.end(), shuffle_rng);
+}
+
+MemEntry *StagTable::allocate(MemKind kind) {
+    std::lock_guard lk(mu_);
+    if (free_.empty()) return nullptr;
+    uint32_t slot = free_.back();
+    free_.pop_back();
+    // xorshift for the index's high bits; index 0 is never handed out (STag0 is special).
+    rng_state_ ^= rng_state_ << 13;
+    rng_state_ ^= rng_state_ >> 7;
+    rng_state_ ^= rng_state_ << 17;
+    uint32_t high_bits = 24 - slot_bits_;
+    uint32_t high = high_bits ? static_cast<uint32_t>(rng_state_ & ((1u << high_bits) - 1)) : 0;
+    uint32_t index = (high << slot_bits_) | slot;
+    MemEntry *e = entries_[slot].get();
+    e->kind = kind;
+    e->index = index;
+    e->word.store(uint64_t{index} << 8, std::memory_order_release);  // invalid, key 0
+    uint32_t gen = e->handle_generation.load(std::memory_order_relaxed);
+    e->handle_generation.store(gen + 1 ? gen + 1 : 1, std::memory_order_release);
+    return e;
+}
+
+void StagTable::release(MemEntry *e) {
+    std::lock_guard lk(mu_);
+    e->word.store(0, std::memory_order_release);
+    e->kind = MemKind::Free;
+    e->pd = nullptr;
+    e->access = 0;
+    e->to_base = 0;
+    e->length = 0;
+    e->host = nullptr;
+    e->zbva = false;
+    e->pages.reset();
+    e->parent = nullptr;
+    e->bound_qp.store(nullptr, std::memory_order_relaxed);
+    e->bound_windows.store(0, std::memory_order_relaxed);
+    e->pbl_capacity = 0;
+    e->handle_generation.fetch_add(1, std::memory_order_acq_rel);
+    free_.push_back(e->index & ((1u << slot_bits_) - 1));
+}
+
+void *StagTable::handle_of(const MemEntry *e, bool window) const {
+    uint32_t slot = e->index & ((1u << slot_bits_) - 1);
+    return encode_handle({slot, window ? ObjKind::Mw : ObjKind::Mr,
+                          e->handle_generation.load(std::memory_order_acquire)});
+}
+
+MemEntry *StagTable::from_handle(const void *h, bool window) const {
+    HandleParts p;
+    if (!decode_handle(h, window ? ObjKind::Mw : ObjKind::Mr, p) || p.index >= entries_.size())
+        return nullptr;
+    MemEntry *e = entries_[p.index].get();
+    if (e->handle_generation.load(std::memory_order_acquire) != p.generation) return nullptr;
+    MemKind k = e->kind;
+    bool is_window = k == MemKind::Window1 || k == MemKind::Window2;
+    if (k == MemKind::Free || is_window != window) return nullptr;
+    return e;
+}
+
+MemEntry *StagTable::by_stag(uint32_t stag) const {
+    uint32_t index = stag >> 8;
+    MemEntry *e = entries_[index & ((1u << slot_bits_) - 1)].get();
+    uint64_t w = e->word.load(std::memory_order_acquire);
+    if (w == 0 || ((w >> 8) & 0xFFFFFF) != index) return nullptr;
+    return e;
+}
+
+MemFault StagTable::acquire(uint32_t stag, uint64_t to, uint64_t len, uint32_t need, const Pd *pd,
+                            const Qp *qp, MemRef &out) const {
+    MemEntry *e = by_stag(stag);
+    if (!e) return MemFault::InvalidStag;
+    if (!e->gate.try_enter()) return MemFault::InvalidStag;  // being changed: not valid now
+    uint64_t w = e->word.load(std::memory_order_acquire);
+    if (!(w & MemEntry::kValid) || static_cast<uint32_t>(w) != stag) {
+        e->gate.leave();
+        return MemFault::InvalidStag;
+    }
+    MemFault f = MemFault::None;
+    if (e->kind == MemKind::Window2 && e->bound_qp.load(std::memory_order_acquire) != qp)
+        f = MemFault::QpMismatch;
+    else if (e->pd != pd)
+        f = MemFault::Pd;
+    else if ((e->access & need) != need)
+        f = MemFault::Access;
+    else if (to + len < to)
+        f = MemFault::Wrap;
+    else if (to < e->to_base || to + len > e->to_base + e->length)
+        f = MemFault::Bounds;
+    if (f != MemFault::None) {
+        e->gate.leave();
+        return f;
+    }
+    out.entry = e;
+    out.ptr = e->host + (to - e->to_base);
+    out.len = len;
+    return MemFault::None;
+}
+
+}  // namespace softrnic::engine

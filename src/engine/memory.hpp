@@ -1,0 +1,127 @@
+// Memory regions, memory windows and the STag table.
+//
+// An STag is a 24-bit index (provider-owned) and an 8-bit key (consumer-owned) (RNICPI
+// L1555-1594). Indexes are drawn at random from the table's free slots plus random high
+// bits, so a peer cannot walk the table by guessing the next STag.
+//
+// Readers on the data path (local SGE checks, remote tagged access) never lock: they enter
+// the entry's Gate, check the STag word, use the fields, and leave. Writers (invalidate,
+// bind, dereg, fast-register) close the gate, wait for readers to leave, change the fields
+// and reopen it. So once invalidate or dereg returns, no access through the old STag is in
+// progress or can start (L5417-5424).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "engine/sync.hpp"
+#include "rnicpi/rnicpi.h"
+
+namespace softrnic::engine {
+
+class Pd;
+class Qp;
+
+enum class MemKind : uint8_t { Free, Region, FastRegRegion, Window1, Window2 };
+
+// Access a data-path operation needs from an STag.
+enum class Need : uint32_t {
+    LocalRead = RI_MEM_FLAGS_LOCAL_READ,
+    LocalWrite = RI_MEM_FLAGS_LOCAL_WRITE,
+    RemoteWrite = RI_MEM_FLAGS_REMOTE_WRITE,
+    RemoteRead = RI_MEM_FLAGS_REMOTE_READ,
+    Atomic = RI_MEM_FLAGS_ATOMICS,
+};
+
+// Why an STag check failed; mapped to WC status, async event and Terminate code by callers.
+enum class MemFault : uint8_t { None, InvalidStag, Bounds, Access, Pd, Wrap, QpMismatch };
+
+// Pages shared between regions registered with ri_mr_reg_shared.
+struct RegionPages {
+    std::byte *base = nullptr;  // host address of the first byte
+    uint64_t length = 0;
+};
+
+struct MemEntry {
+    Gate gate;
+    // stag (index << 8 | key) and a valid bit; 0 while free.
+    std::atomic<uint64_t> word{0};
+    std::atomic<uint32_t> handle_generation{0};
+    MemKind kind = MemKind::Free;
+    uint32_t index = 0;  // 24-bit STag index
+    Pd *pd = nullptr;
+    uint32_t access = 0;   // ri_mem_attr_t bits
+    uint64_t to_base = 0;  // tagged offset of the first byte (VA, or 0 for ZBVA)
+    uint64_t length = 0;
+    std::byte *host = nullptr;  // host address of the first byte
+    bool zbva = false;
+    ri_os_data_t os_data = nullptr;
+    void *owner_rnic = nullptr;
+    // Regions: pages (shared between reg_shared siblings), windows bound to it.
+    std::shared_ptr<RegionPages> pages;
+    std::atomic<uint32_t> bound_windows{0};
+    uint32_t pbl_capacity = 0;  // fast-register regions: PBL entries reserved
+    // Windows: the region it is bound to, and for type 2 the QP it is bound through.
+    MemEntry *parent = nullptr;
+    std::atomic<Qp *> bound_qp{nullptr};
+
+    static constexpr uint64_t kValid = uint64_t{1} << 32;
+    uint32_t stag() const {
+        return static_cast<uint32_t>(word.load(std::memory_order_acquire) & 0xFFFFFFFFu);
+    }
+    bool valid() const { return word.load(std::memory_order_acquire) & kValid; }
+};
+
+// A resolved, access-checked piece of memory. While a MemRef is held the entry's gate is
+// entered, so the memory cannot be deregistered or invalidated under it.
+struct MemRef {
+    MemEntry *entry = nullptr;
+    std::byte *ptr = nullptr;
+    uint64_t len = 0;
+};
+
+class StagTable {
+  public:
+    explicit StagTable(uint32_t capacity);
+
+    uint32_t capacity() const { return static_cast<uint32_t>(entries_.size()); }
+
+    // Allocates an entry with a fresh random index; returns nullptr when full.
+    MemEntry *allocate(MemKind kind);
+    void release(MemEntry *e);
+
+    // Handle <-> entry, generation-checked like HandleTable.
+    void *handle_of(const MemEntry *e, bool window) const;
+    MemEntry *from_handle(const void *h, bool window) const;
+
+    // Entry for an STag (index part only); nullptr when out of range or free.
+    MemEntry *by_stag(uint32_t stag) const;
+
+    // Data-path check: resolves [to, to+len) of `stag` for `need` by a QP in `pd`.
+    // On success the entry's gate is entered (release with put()).
+    MemFault acquire(uint32_t stag, uint64_t to, uint64_t len, uint32_t need, const Pd *pd,
+                     const Qp *qp, MemRef &out) const;
+    static void put(MemRef &r) {
+        if (r.entry) r.entry->gate.leave();
+        r.entry = nullptr;
+    }
+
+    template <class F>
+    void for_each_live(F &&f) {
+        std::lock_guard lk(mu_);
+        for (auto &e : entries_)
+            if (e->kind != MemKind::Free) f(*e);
+    }
+
+  private:
+    std::vector<std::unique_ptr<MemEntry>> entries_;
+    std::vector<uint32_t> free_;
+    uint32_t slot_bits_ = 0;
+    uint64_t rng_state_ = 0;
+    std::mutex mu_;
+};
+
+}  // namespace softrnic::engine

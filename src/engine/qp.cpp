@@ -1,0 +1,1258 @@
+#include "engine/qp.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+namespace softrnic::engine {
+
+using transport::IoSpan;
+using transport::OpKind;
+using transport::OpOutcome;
+using transport::RxStatus;
+using transport::TerminateCode;
+
+namespace {
+
+constexpr uint32_t kWrFlagsKnown =
+    RI_WR_SIGNALED_FLAG | RI_WR_LOCAL_SOLICITED_FLAG | RI_WR_SOLICITED_EVENT_FLAG |
+    RI_WR_READ_FENCE_FLAG | RI_WR_LOCAL_FENCE_FLAG | RI_WR_COALESCE_FLAG | RI_WR_INLINE_OK_FLAG |
+    RI_WR_CONSUMER_FLAG0 | RI_WR_CONSUMER_FLAG1;
+constexpr uint32_t kRecvFlagsKnown =
+    RI_WR_LOCAL_SOLICITED_FLAG | RI_WR_COALESCE_FLAG | RI_WR_CONSUMER_FLAG0 | RI_WR_CONSUMER_FLAG1;
+constexpr uint64_t kPosMask = (uint64_t{1} << 40) - 1;
+
+// Terminate codes (RFC 5040 5.4.1, RFC 5041 7.2).
+constexpr TerminateCode kTermRdmapCatastrophic{0, 0, 0x00};
+constexpr TerminateCode kTermRdmapInvalidStag{0, 1, 0x00};
+constexpr TerminateCode kTermRdmapBounds{0, 1, 0x01};
+constexpr TerminateCode kTermRdmapAccess{0, 1, 0x02};
+constexpr TerminateCode kTermRdmapNotAssociated{0, 1, 0x03};
+constexpr TerminateCode kTermRdmapWrap{0, 1, 0x04};
+constexpr TerminateCode kTermRdmapCannotInvalidate{0, 1, 0x09};
+constexpr TerminateCode kTermRdmapUnexpectedOp{0, 2, 0x06};
+constexpr TerminateCode kTermDdpTaggedInvalidStag{1, 1, 0x00};
+constexpr TerminateCode kTermDdpTaggedBounds{1, 1, 0x01};
+constexpr TerminateCode kTermDdpTaggedNotAssociated{1, 1, 0x02};
+constexpr TerminateCode kTermDdpTaggedWrap{1, 1, 0x03};
+constexpr TerminateCode kTermDdpNoBuffer{1, 2, 0x02};
+constexpr TerminateCode kTermDdpTooLong{1, 2, 0x05};
+
+ri_wc_status_t fault_status(MemFault f) {
+    switch (f) {
+        case MemFault::None:
+            return RI_WC_STATUS_SUCCESS;
+        case MemFault::InvalidStag:
+        case MemFault::QpMismatch:
+            return RI_WC_STATUS_INVALID_STAG_ERROR;
+        case MemFault::Bounds:
+            return RI_WC_STATUS_BASE_BOUNDS_VIOLATION_ERROR;
+        case MemFault::Access:
+            return RI_WC_STATUS_ACCESS_VIOLATION_ERROR;
+        case MemFault::Pd:
+            return RI_WC_STATUS_INVALID_PD_ERROR;
+        case MemFault::Wrap:
+            return RI_WC_STATUS_ADDRESS_WRAP_ERROR;
+    }
+    return RI_WC_STATUS_LOCAL_QP_OP_ERROR;
+}
+
+bool is_send_type(ri_wr_type_t t) {
+    return t == RI_WR_TYPE_SEND || t == RI_WR_TYPE_SEND_INVALIDATE ||
+           t == RI_WR_TYPE_SEND_IMMEDIATE;
+}
+
+ri_wc_type_t wc_type_of(ri_wr_type_t t) {
+    switch (t) {
+        case RI_WR_TYPE_SEND:
+        case RI_WR_TYPE_SEND_INVALIDATE:
+        case RI_WR_TYPE_SEND_IMMEDIATE:
+            return RI_WC_TYPE_SEND;
+        case RI_WR_TYPE_RDMA_WRITE:
+        case RI_WR_TYPE_RDMA_WRITE_IMMEDIATE:
+            return RI_WC_TYPE_RDMA_WRITE;
+        case RI_WR_TYPE_RDMA_READ:
+            return RI_WC_TYPE_RDMA_READ;
+        case RI_WR_TYPE_RDMA_READ_LOCAL_INVALIDATE:
+            return RI_WC_TYPE_RDMA_READ_LOCAL_INVALIDATE;
+        case RI_WR_TYPE_BIND:
+            return RI_WC_TYPE_BIND;
+        case RI_WR_TYPE_FAST_REGISTER:
+            return RI_WC_TYPE_FAST_REGISTER;
+        case RI_WR_TYPE_LOCAL_INVALIDATE_MR:
+        case RI_WR_TYPE_LOCAL_INVALIDATE_MW:
+            return RI_WC_TYPE_LOCAL_INVALIDATE;
+        case RI_WR_TYPE_COMPARE_AND_SWAP:
+            return RI_WC_TYPE_COMPARE_AND_SWAP;
+        case RI_WR_TYPE_FETCH_AND_ADD:
+            return RI_WC_TYPE_FETCH_AND_ADD;
+    }
+    return RI_WC_TYPE_SEND;
+}
+
+// A DDP header as it would stand on the wire, for the Terminate message's copy of the
+// offending header (RFC 5040 5.4.1: D bit set, segment length, then the header).
+uint32_t tagged_header(uint8_t opcode, uint32_t stag, uint64_t to, uint8_t *out) {
+    out[0] = 0xC1;                                 // T=1 L=1 DV=1
+    out[1] = static_cast<uint8_t>(0x40 | opcode);  // RV=1
+    for (int i = 0; i < 4; ++i)
+        out[2 + i] = static_cast<uint8_t>(stag >> (24 - 8 * i));
+    for (int i = 0; i < 8; ++i)
+        out[6 + i] = static_cast<uint8_t>(to >> (56 - 8 * i));
+    return 14;
+}
+
+uint32_t untagged_header(uint8_t opcode, uint32_t queue, uint32_t inv_stag, uint8_t *out) {
+    out[0] = 0x41;  // T=0 L=1 DV=1
+    out[1] = static_cast<uint8_t>(0x40 | opcode);
+    for (int i = 0; i < 4; ++i)
+        out[2 + i] = static_cast<uint8_t>(inv_stag >> (24 - 8 * i));
+    for (int i = 0; i < 4; ++i)
+        out[6 + i] = static_cast<uint8_t>(queue >> (24 - 8 * i));
+    std::memset(out + 10, 0, 8);  // MSN and MO are the transport's; loopback has none
+    return 18;
+}
+
+}  // namespace
+
+uint32_t build_terminate(TerminateCode code, const uint8_t *hdr, uint32_t hdr_len,
+                         uint8_t out[52]) {
+    std::memset(out, 0, 52);
+    uint32_t ctrl = (uint32_t{code.layer} & 0xF) << 28 | (uint32_t{code.etype} & 0xF) << 24 |
+                    uint32_t{code.ecode} << 16;
+    if (hdr_len) ctrl |= 1u << 14;  // D: DDP header included
+    for (int i = 0; i < 4; ++i)
+        out[i] = static_cast<uint8_t>(ctrl >> (24 - 8 * i));
+    uint32_t len = 4;
+    if (hdr_len) {
+        hdr_len = std::min<uint32_t>(hdr_len, 52 - 6);
+        out[4] = static_cast<uint8_t>(hdr_len >> 8);
+        out[5] = static_cast<uint8_t>(hdr_len);
+        std::memcpy(out + 6, hdr, hdr_len);
+        len += 2 + hdr_len;
+    }
+    return len;
+}
+
+// Brackets one arrival from the transport: enters the QP's rx gate, and once the arrival is
+// over, finishes an error transition the arrival started (the flush must not run while the
+// arrival itself is still inside the gate).
+class RxScope {
+  public:
+    explicit RxScope(Qp &qp) : qp_(qp), in_(qp.rx_gate.try_enter()) {}
+    ~RxScope() {
+        if (!in_) return;
+        qp_.rx_gate.leave();
+        if (qp_.error_pending.exchange(false, std::memory_order_acq_rel)) qp_.finish_error();
+    }
+    explicit operator bool() const {
+        return in_ && qp_.state.load(std::memory_order_acquire) == RI_QP_STATE_READY_TO_SEND;
+    }
+
+  private:
+    Qp &qp_;
+    bool in_;
+};
+
+Qp::~Qp() = default;
+
+// ----------------------------------------------------------------------------- send queue
+
+ri_api_return_t Qp::validate_sq_wr(const ri_wr_t &wr) const {
+    const ri_wr_common_t &c = wr.wr_common;
+    uint32_t flags = static_cast<uint32_t>(c.flags);
+    if (flags & ~kWrFlagsKnown) return RI_RET_WR_INVALID_FLAGS;
+    ri_wr_type_t t = c.type;
+    bool send = is_send_type(t);
+    bool write = t == RI_WR_TYPE_RDMA_WRITE || t == RI_WR_TYPE_RDMA_WRITE_IMMEDIATE;
+    bool read = t == RI_WR_TYPE_RDMA_READ || t == RI_WR_TYPE_RDMA_READ_LOCAL_INVALIDATE;
+    if ((flags & RI_WR_SOLICITED_EVENT_FLAG) && !send && t != RI_WR_TYPE_RDMA_WRITE_IMMEDIATE)
+        return RI_RET_WR_INVALID_FLAGS;
+    if ((flags & RI_WR_READ_FENCE_FLAG) && !send && !write) return RI_RET_WR_INVALID_FLAGS;
+    if ((flags & RI_WR_LOCAL_FENCE_FLAG) && t != RI_WR_TYPE_LOCAL_INVALIDATE_MR &&
+        t != RI_WR_TYPE_LOCAL_INVALIDATE_MW)
+        return RI_RET_WR_INVALID_FLAGS;
+    auto check_sgl = [](const ri_data_seg_t *sg, uint32_t n, uint32_t max) -> ri_api_return_t {
+        if (n > max) return RI_RET_RNIC_SG_LIMIT_EXCEEDED;
+        if (n && !sg) return RI_RET_WR_SG_INVALID_FORMAT;
+        return RI_RET_SUCCESS;
+    };
+    switch (t) {
+        case RI_WR_TYPE_SEND:
+        case RI_WR_TYPE_SEND_INVALIDATE:
+        case RI_WR_TYPE_SEND_IMMEDIATE:
+            return check_sgl(wr.wr_send.sg_list, wr.wr_send.num_sgls, sq_max_sges);
+        case RI_WR_TYPE_RDMA_WRITE:
+        case RI_WR_TYPE_RDMA_WRITE_IMMEDIATE:
+            return check_sgl(wr.wr_rdma_write.sg_list, wr.wr_rdma_write.num_sgls,
+                             sq_max_sges_rdmaw);
+        case RI_WR_TYPE_RDMA_READ:
+            return check_sgl(wr.wr_rdma_read.sg_list, wr.wr_rdma_read.num_sgls, sq_max_sges);
+        case RI_WR_TYPE_RDMA_READ_LOCAL_INVALIDATE:
+            // The sink is one STag that gets invalidated: exactly one SGE (L4389).
+            if (wr.wr_rdma_read.num_sgls != 1 || !wr.wr_rdma_read.sg_list)
+                return RI_RET_WR_SG_INVALID_FORMAT;
+            return RI_RET_SUCCESS;
+        case RI_WR_TYPE_BIND: {
+            const ri_wr_bind_t &b = wr.wr_bind;
+            MemEntry *mw = dev->stags.from_handle(b.mw_handle, true);
+            if (!mw || mw->owner_rnic != owner) return RI_RET_MW_INVALID_HANDLE;
+            if (!dev->stags.from_handle(b.mr_handle, false)) return RI_RET_MR_INVALID_HANDLE;
+            if (b.length == 0 && mw->kind == MemKind::Window2) return RI_RET_INVALID_WINDOW_TYPE;
+            if (static_cast<uint32_t>(b.mem_attr) &
+                ~static_cast<uint32_t>(RI_MEM_FLAGS_LOCAL | RI_MEM_FLAGS_REMOTE |
+                                       RI_MEM_FLAGS_ATOMICS | RI_MEM_FLAGS_ZBVA))
+                return RI_RET_MEM_INVALID_ACCESS;
+            return RI_RET_SUCCESS;
+        }
+        case RI_WR_TYPE_FAST_REGISTER: {
+            if (!dev->stags.from_handle(wr.wr_fmr.mr_handle, false))
+                return RI_RET_MR_INVALID_HANDLE;
+            const ri_mr_reg_phys_attr_t &a = wr.wr_fmr.attr;
+            if (a.nbufs && !a.phys_buf_list) return RI_RET_MEM_INVALID_PBLE;
+            return RI_RET_SUCCESS;
+        }
+        case RI_WR_TYPE_LOCAL_INVALIDATE_MR:
+            if (!dev->stags.from_handle(wr.wr_li.mrw_handle.mr_handle, false))
+                return RI_RET_MR_INVALID_HANDLE;
+            return RI_RET_SUCCESS;
+        case RI_WR_TYPE_LOCAL_INVALIDATE_MW: {
+            MemEntry *mw = dev->stags.from_handle(wr.wr_li.mrw_handle.mw_handle, true);
+            if (!mw) return RI_RET_MW_INVALID_HANDLE;
+            // Type 1 windows are unbound by a zero-length bind, never invalidated (L4440).
+            if (mw->kind == MemKind::Window1) return RI_RET_INVALID_WINDOW_TYPE;
+            return RI_RET_SUCCESS;
+        }
+        case RI_WR_TYPE_COMPARE_AND_SWAP:
+        case RI_WR_TYPE_FETCH_AND_ADD:
+            if (wr.wr_atomic.atomic_result.len < 8) return RI_RET_WR_SG_INVALID_FORMAT;
+            return RI_RET_SUCCESS;
+    }
+    (void)read;
+    return RI_RET_WR_INVALID_TYPE;
+}
+
+ri_api_return_t Qp::post_sq(const ri_wr_t *wrs, uint32_t &num) {
+    uint32_t n = num;
+    num = 0;
+    if (n && !wrs) return RI_RET_INVALID_PARAMETER;
+    for (uint32_t i = 0; i < n; ++i) {
+        const ri_wr_t &wr = wrs[i];
+        ri_qp_state_t st = state.load(std::memory_order_acquire);
+        if (st == RI_QP_STATE_IDLE) return RI_RET_QP_INVALID_STATE;
+        if (static_cast<uint32_t>(wr.wr_common.type) > RI_WR_TYPE_RDMA_WRITE_IMMEDIATE)
+            return RI_RET_WR_INVALID_TYPE;
+        if (ri_api_return_t r = validate_sq_wr(wr); r != RI_RET_SUCCESS) return r;
+        uint64_t retired = dev->sq_retired[slot].load(std::memory_order_acquire);
+        uint64_t retired_pos = (retired >> 40) == (incarnation & 0xFFFFFF) ? retired & kPosMask : 0;
+        if (sq_head - retired_pos >= sq_size) return RI_RET_QP_CAPACITY_EXCEEDED;
+        if (st == RI_QP_STATE_READY_TO_SEND)
+            execute_sq_wr(wr);
+        else
+            flush_sq_wr(wr);
+        ++num;
+    }
+    return RI_RET_SUCCESS;
+}
+
+void Qp::complete_sq(const ri_wr_t &wr, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
+                     bool force) {
+    uint32_t flags = static_cast<uint32_t>(wr.wr_common.flags);
+    ++sq_head;
+    bool signaled = flags & RI_WR_SIGNALED_FLAG;
+    if (status == RI_WC_STATUS_SUCCESS && !signaled && !force) return;
+    Cqe e{};
+    e.wc.op_type = type;
+    e.wc.cq_os_data = scq->os_data;
+    e.wc.qp_os_data = os_data;
+    e.wc.id = wr.wr_common.id;
+    e.wc.op_status = status;
+    e.wc.bytes_transferred = static_cast<uint32_t>(bytes);
+    uint32_t wc_flags = flags & (RI_WR_CONSUMER_FLAG0 | RI_WR_CONSUMER_FLAG1);
+    if (flags & RI_WR_LOCAL_SOLICITED_FLAG) wc_flags |= RI_WC_FLAG_LOCAL_SOLICITED;
+    // A send's completion tells whether it carried SE and whether it invalidated (L3514).
+    if (is_send_type(wr.wr_common.type) && (flags & RI_WR_SOLICITED_EVENT_FLAG))
+        wc_flags |= RI_WC_FLAG_SOLICITED_EVENT;
+    if (wr.wr_common.type == RI_WR_TYPE_SEND_INVALIDATE) {
+        wc_flags |= RI_WC_FLAG_RTAG_INVALIDATE;
+        e.wc.invalidated_rtag = wr.wr_send.rtag;
+    }
+    e.wc.flags = static_cast<ri_wc_flags_t>(wc_flags);
+    // Solicited for notification: local-solicited success, or any error (L3236-3241).
+    e.solicited = status != RI_WC_STATUS_SUCCESS || (flags & RI_WR_LOCAL_SOLICITED_FLAG);
+    e.retire_slot = slot;
+    e.retire_word = ((incarnation & 0xFFFFFF) << 40) | (sq_head & kPosMask);
+    if (!scq->push(e)) {
+        raise(RI_EVENT_QP_CQ_SQ_ERROR);
+        enter_error(false);
+    }
+}
+
+void Qp::flush_sq_wr(const ri_wr_t &wr) {
+    complete_sq(wr, wc_type_of(wr.wr_common.type), RI_WC_STATUS_WR_FLUSHED_ERROR, 0, true);
+}
+
+ri_wc_status_t Qp::resolve_local(const ri_data_seg_t *sg, uint32_t n, uint32_t need, IoSpan *spans,
+                                 MemRef *refs, uint64_t &total) {
+    total = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        refs[i] = MemRef{};
+        const ri_data_seg_t &s = sg[i];
+        if (s.tag.ltag == 0) {
+            // STag0: already pinned memory, privileged consumers on enabled QPs only (L1589).
+            if (!owner->privileged() || !enable_stag0_fastreg) {
+                put_refs(refs, i);
+                return RI_WC_STATUS_INVALID_STAG_ERROR;
+            }
+            spans[i] = {reinterpret_cast<std::byte *>(static_cast<uintptr_t>(s.addr.vaddr)), s.len};
+        } else {
+            MemFault f =
+                dev->stags.acquire(s.tag.ltag, s.addr.vaddr, s.len, need, pd, this, refs[i]);
+            if (f != MemFault::None) {
+                put_refs(refs, i);
+                return fault_status(f);
+            }
+            spans[i] = {refs[i].ptr, s.len};
+        }
+        total += s.len;
+    }
+    if (total > UINT32_MAX) {
+        put_refs(refs, n);
+        return RI_WC_STATUS_HUGE_PAYLOAD_ERROR;
+    }
+    return RI_WC_STATUS_SUCCESS;
+}
+
+void Qp::put_refs(MemRef *refs, uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i)
+        StagTable::put(refs[i]);
+}
+
+void Qp::execute_sq_wr(const ri_wr_t &wr) {
+    ri_wr_type_t t = wr.wr_common.type;
+    ri_wc_type_t wct = wc_type_of(t);
+    uint32_t flags = static_cast<uint32_t>(wr.wr_common.flags);
+    switch (t) {
+        case RI_WR_TYPE_BIND:
+        case RI_WR_TYPE_FAST_REGISTER:
+        case RI_WR_TYPE_LOCAL_INVALIDATE_MR:
+        case RI_WR_TYPE_LOCAL_INVALIDATE_MW: {
+            ri_wc_status_t st = t == RI_WR_TYPE_BIND            ? local_bind(wr.wr_bind)
+                                : t == RI_WR_TYPE_FAST_REGISTER ? local_fmr(wr.wr_fmr)
+                                                                : local_invalidate(wr.wr_li);
+            complete_sq(wr, wct, st, 0, false);
+            if (st != RI_WC_STATUS_SUCCESS)
+                fail_local(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, true, kTermRdmapCatastrophic);
+            return;
+        }
+        default:
+            break;
+    }
+
+    transport::OutboundOp op;
+    IoSpan spans[Limits::kMaxSge + 1];
+    MemRef refs[Limits::kMaxSge + 1];
+    uint32_t nrefs = 0;
+    ri_wc_status_t st = RI_WC_STATUS_SUCCESS;
+    uint64_t atomic_original = 0;
+    op.solicited = flags & RI_WR_SOLICITED_EVENT_FLAG;
+    switch (t) {
+        case RI_WR_TYPE_SEND:
+        case RI_WR_TYPE_SEND_INVALIDATE:
+        case RI_WR_TYPE_SEND_IMMEDIATE:
+            op.kind = t == RI_WR_TYPE_SEND              ? OpKind::Send
+                      : t == RI_WR_TYPE_SEND_INVALIDATE ? OpKind::SendInvalidate
+                                                        : OpKind::SendImmediate;
+            op.remote_stag = wr.wr_send.rtag;
+            op.immediate = wr.wr_send.imm_data;
+            nrefs = wr.wr_send.num_sgls;
+            st = resolve_local(wr.wr_send.sg_list, nrefs, RI_MEM_FLAGS_LOCAL_READ, spans, refs,
+                               op.length);
+            break;
+        case RI_WR_TYPE_RDMA_WRITE:
+        case RI_WR_TYPE_RDMA_WRITE_IMMEDIATE:
+            op.kind = t == RI_WR_TYPE_RDMA_WRITE ? OpKind::RdmaWrite : OpKind::RdmaWriteImmediate;
+            op.remote_stag = wr.wr_rdma_write.rtag;
+            op.remote_to = wr.wr_rdma_write.rdma_addr;
+            op.immediate = wr.wr_rdma_write.imm_data;
+            nrefs = wr.wr_rdma_write.num_sgls;
+            st = resolve_local(wr.wr_rdma_write.sg_list, nrefs, RI_MEM_FLAGS_LOCAL_READ, spans,
+                               refs, op.length);
+            break;
+        case RI_WR_TYPE_RDMA_READ:
+        case RI_WR_TYPE_RDMA_READ_LOCAL_INVALIDATE:
+            op.kind = OpKind::RdmaRead;
+            op.remote_stag = wr.wr_rdma_read.rtag;
+            op.remote_to = wr.wr_rdma_read.rdma_addr;
+            nrefs = wr.wr_rdma_read.num_sgls;
+            if (ord == 0) {
+                st = RI_WC_STATUS_ZERO_ORD_ERROR;
+                nrefs = 0;
+                break;
+            }
+            st = resolve_local(wr.wr_rdma_read.sg_list, nrefs, RI_MEM_FLAGS_LOCAL_WRITE, spans,
+                               refs, op.length);
+            break;
+        case RI_WR_TYPE_COMPARE_AND_SWAP:
+        case RI_WR_TYPE_FETCH_AND_ADD:
+            op.kind = t == RI_WR_TYPE_FETCH_AND_ADD ? OpKind::FetchAdd : OpKind::CompareSwap;
+            op.remote_stag = wr.wr_atomic.rtag;
+            op.operand1 = wr.wr_atomic.atomic_operand1;
+            op.operand2 = wr.wr_atomic.atomic_operand2;
+            op.atomic_result = &atomic_original;
+            nrefs = 0;
+            if (ord == 0) {
+                st = RI_WC_STATUS_ZERO_ORD_ERROR;
+                break;
+            }
+            {
+                ri_data_seg_t res = wr.wr_atomic.atomic_result;
+                res.len = 8;
+                nrefs = 1;
+                st = resolve_local(&res, 1, RI_MEM_FLAGS_LOCAL_WRITE, spans, refs, op.length);
+            }
+            // RNICPI's atomic WR has no remote address (L8707-9053): the target is the first
+            // 8 bytes of the region or window the rtag names (docs/spec-deviations.md).
+            op.remote_to = transport::kAtomicAtBase;
+            op.length = 8;
+            break;
+        default:
+            break;
+    }
+    if (st != RI_WC_STATUS_SUCCESS) {
+        nrefs = 0;
+        complete_sq(wr, wct, st, 0, true);
+        fail_local(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, true, kTermRdmapCatastrophic);
+        return;
+    }
+    op.local = std::span<const IoSpan>(spans, nrefs);
+    transport::OpResult res =
+        chan ? chan->submit(op) : transport::OpResult{OpOutcome::Disconnected, {}};
+    if (res.outcome == OpOutcome::Done &&
+        (t == RI_WR_TYPE_FETCH_AND_ADD || t == RI_WR_TYPE_COMPARE_AND_SWAP))
+        std::memcpy(spans[0].ptr, &atomic_original, 8);
+    if (res.outcome == OpOutcome::Done && t == RI_WR_TYPE_RDMA_READ_LOCAL_INVALIDATE) {
+        MemEntry *e = refs[0].entry;
+        put_refs(refs, nrefs);
+        nrefs = 0;
+        if (e && e->kind != MemKind::Window1) {
+            e->gate.close();
+            e->word.fetch_and(~MemEntry::kValid, std::memory_order_acq_rel);
+            e->gate.open();
+        }
+    }
+    put_refs(refs, nrefs);
+    switch (res.outcome) {
+        case OpOutcome::Done:
+            complete_sq(wr, wct, RI_WC_STATUS_SUCCESS, op.length, false);
+            break;
+        case OpOutcome::Pending:
+            break;  // tx_complete() reports it
+        case OpOutcome::Terminated: {
+            complete_sq(wr, wct, RI_WC_STATUS_REMOTE_TERMINATION_ERROR, 0, true);
+            uint8_t msg[52];
+            uint32_t len = build_terminate(res.term, nullptr, 0, msg);
+            record_terminate(res.term, msg + 4, 0, false);
+            (void)len;
+            raise(RI_EVENT_QP_TERMINATE_MESSAGE_RECEIVED);
+            enter_error(false);
+            break;
+        }
+        case OpOutcome::Disconnected:
+            complete_sq(wr, wct, RI_WC_STATUS_WR_FLUSHED_ERROR, 0, true);
+            if (state.load(std::memory_order_acquire) == RI_QP_STATE_READY_TO_SEND) {
+                raise(RI_EVENT_QP_LLQ_CONNECTION_LOST);
+                enter_error(false);
+            }
+            break;
+    }
+}
+
+void Qp::tx_complete(transport::OpResult) {
+    // Asynchronous transports report completions here; the loopback transport completes
+    // every operation inside submit().
+}
+
+// ------------------------------------------------------------------ local memory operations
+
+ri_wc_status_t Qp::local_bind(const ri_wr_bind_t &b) {
+    if (!enable_bind) return RI_WC_STATUS_INVALID_BIND_MW_ERROR;
+    MemEntry *mw = dev->stags.from_handle(b.mw_handle, true);
+    MemEntry *mr = dev->stags.from_handle(b.mr_handle, false);
+    if (!mw) return RI_WC_STATUS_INVALID_BIND_MW_ERROR;
+    if (!mr) return RI_WC_STATUS_INVALID_BIND_MR_ERROR;
+    if (mw->pd != pd) return RI_WC_STATUS_INVALID_BIND_MW_ERROR;
+    // The MR: valid, same LTag, same PD, allows binding, window inside it.
+    if (!mr->valid() || mr->stag() != b.ltag || mr->pd != pd ||
+        !(mr->access & RI_MEM_FLAGS_BINDING))
+        return RI_WC_STATUS_INVALID_BIND_MR_ERROR;
+    bool zbva = b.mem_attr & RI_MEM_FLAGS_ZBVA;
+    if (b.length && (b.vaddr < mr->to_base || b.vaddr + b.length < b.vaddr ||
+                     b.vaddr + b.length > mr->to_base + mr->length))
+        return RI_WC_STATUS_INVALID_BIND_MR_ERROR;
+    // A window grants only remote rights, and only those the region has (L8338-8382).
+    uint32_t want =
+        static_cast<uint32_t>(b.mem_attr) & (RI_MEM_FLAGS_REMOTE | RI_MEM_FLAGS_ATOMICS);
+    if ((want & RI_MEM_FLAGS_REMOTE_WRITE) && !(mr->access & RI_MEM_FLAGS_LOCAL_WRITE))
+        return RI_WC_STATUS_INVALID_BIND_MR_ERROR;
+    // Type 2 windows must be free (invalid) to bind; type 1 may be re-bound.
+    if (mw->kind == MemKind::Window2 && mw->valid()) return RI_WC_STATUS_INVALID_BIND_MW_ERROR;
+    mw->gate.close();
+    MemEntry *old_parent = mw->valid() ? mw->parent : nullptr;
+    mw->word.store(uint64_t{mw->index} << 8 | (b.rtag & 0xFF), std::memory_order_release);
+    if (old_parent) old_parent->bound_windows.fetch_sub(1, std::memory_order_acq_rel);
+    if (b.length == 0) {  // type 1 zero-length bind: unbind (RDMAC)
+        mw->parent = nullptr;
+        mw->gate.open();
+        return RI_WC_STATUS_SUCCESS;
+    }
+    mw->parent = mr;
+    mw->host = mr->host + (b.vaddr - mr->to_base);
+    mw->to_base = zbva ? 0 : b.vaddr;
+    mw->zbva = zbva;
+    mw->length = b.length;
+    mw->access = want;
+    mw->bound_qp.store(mw->kind == MemKind::Window2 ? this : nullptr, std::memory_order_release);
+    mr->bound_windows.fetch_add(1, std::memory_order_acq_rel);
+    mw->word.store(uint64_t{mw->index} << 8 | (b.rtag & 0xFF) | MemEntry::kValid,
+                   std::memory_order_release);
+    mw->gate.open();
+    return RI_WC_STATUS_SUCCESS;
+}
+
+ri_wc_status_t Qp::local_fmr(const ri_wr_fmr_t &w) {
+    if (!enable_stag0_fastreg || !owner->privileged())
+        return RI_WC_STATUS_FMR_QP_NOT_PRIVILEGED_ERROR;
+    MemEntry *e = dev->stags.from_handle(w.mr_handle, false);
+    if (!e || e->kind != MemKind::FastRegRegion) return RI_WC_STATUS_INVALID_STAG_ERROR;
+    if ((w.ltag >> 8) != e->index) return RI_WC_STATUS_INVALID_STAG_ERROR;
+    if (e->valid()) return RI_WC_STATUS_STAG_NOT_IN_INVALID_STATE_ERROR;
+    if (e->pd != pd) return RI_WC_STATUS_INVALID_PD_ERROR;
+    const ri_mr_reg_phys_attr_t &a = w.attr;
+    uint32_t access = static_cast<uint32_t>(a.common.mem_attr) | RI_MEM_FLAGS_LOCAL_READ;
+    if ((access & (RI_MEM_FLAGS_REMOTE | RI_MEM_FLAGS_ATOMICS | RI_MEM_FLAGS_LOCAL_WRITE)) &
+        ~e->access)
+        return RI_WC_STATUS_INVALID_FMR_PERMS_ERROR;
+    if (a.nbufs > e->pbl_capacity) return RI_WC_STATUS_FMR_PBL_TOO_LONG_ERROR;
+    if (a.nbufs == 0) return RI_WC_STATUS_INVALID_FMR_LENGTH_ERROR;
+    // Identity "physical" pages: the list must describe one virtually contiguous range.
+    uint64_t start = 0, total = 0;
+    if (a.pble_size) {
+        if (a.pble_size != Limits::kPageSize) return RI_WC_STATUS_INVALID_FMR_PAGE_SIZE_ERROR;
+        auto *pages = static_cast<const ri_phys_addr_t *>(a.phys_buf_list);
+        for (uint32_t i = 0; i < a.nbufs; ++i) {
+            if (pages[i] % Limits::kPageSize) return RI_WC_STATUS_INVALID_FMR_PBL_ENTRY_ERROR;
+            if (i && pages[i] != pages[0] + i * Limits::kPageSize)
+                return RI_WC_STATUS_INVALID_FMR_PBL_ENTRY_ERROR;
+        }
+        start = pages[0];
+        total = uint64_t{a.nbufs} * Limits::kPageSize;
+    } else {
+        auto *bufs = static_cast<const ri_phys_buf_t *>(a.phys_buf_list);
+        start = bufs[0].phys_address;
+        for (uint32_t i = 0; i < a.nbufs; ++i) {
+            if (bufs[i].phys_address != start + total)
+                return RI_WC_STATUS_INVALID_FMR_PBL_ENTRY_ERROR;
+            total += bufs[i].phys_len;
+        }
+    }
+    if (a.address_offset >= total) return RI_WC_STATUS_INVALID_FMR_FBO_ERROR;
+    uint64_t len = a.common.length;
+    if (len == 0 || a.address_offset + len > total) return RI_WC_STATUS_INVALID_FMR_LENGTH_ERROR;
+    bool zbva = access & RI_MEM_FLAGS_ZBVA;
+    if (!zbva && a.common.va + len < a.common.va) return RI_WC_STATUS_INVALID_FMR_VA_ERROR;
+    e->gate.close();
+    e->host = reinterpret_cast<std::byte *>(static_cast<uintptr_t>(start + a.address_offset));
+    e->to_base = zbva ? 0 : a.common.va;
+    e->zbva = zbva;
+    e->length = len;
+    e->access = access;
+    e->word.store(uint64_t{e->index} << 8 | (w.ltag & 0xFF) | MemEntry::kValid,
+                  std::memory_order_release);
+    e->gate.open();
+    return RI_WC_STATUS_SUCCESS;
+}
+
+ri_wc_status_t Qp::local_invalidate(const ri_wr_local_invalidate_t &w) {
+    bool window = false;
+    MemEntry *e = dev->stags.from_handle(w.mrw_handle.mr_handle, false);
+    if (!e) {
+        e = dev->stags.from_handle(w.mrw_handle.mw_handle, true);
+        window = true;
+    }
+    if (!e) return RI_WC_STATUS_INVALID_STAG_ERROR;
+    uint32_t tag = window ? w.rtag : w.ltag;
+    if (e->stag() != tag || !e->valid()) return RI_WC_STATUS_INVALID_STAG_ERROR;
+    if (e->pd != pd) return RI_WC_STATUS_INVALID_PD_ERROR;
+    // Shared regions and regions with windows bound cannot be invalidated (L5220).
+    if (!window && (e->bound_windows.load(std::memory_order_acquire) ||
+                    (e->pages && e->pages.use_count() > 1)))
+        return RI_WC_STATUS_STAG_INVALIDATE_ERROR;
+    if (window && e->kind == MemKind::Window2 &&
+        e->bound_qp.load(std::memory_order_acquire) != this)
+        return RI_WC_STATUS_STAG_INVALIDATE_ERROR;
+    e->gate.close();
+    e->word.fetch_and(~MemEntry::kValid, std::memory_order_acq_rel);
+    if (window && e->parent) {
+        e->parent->bound_windows.fetch_sub(1, std::memory_order_acq_rel);
+        e->parent = nullptr;
+    }
+    e->gate.open();
+    return RI_WC_STATUS_SUCCESS;
+}
+
+// -------------------------------------------------------------------------- receive queue
+
+ri_api_return_t Qp::post_rq(const ri_wr_recv_t *wrs, uint32_t &num) {
+    uint32_t n = num;
+    num = 0;
+    if (n && !wrs) return RI_RET_INVALID_PARAMETER;
+    if (srq) return RI_RET_QP_TIED_TO_SRQ;
+    for (uint32_t i = 0; i < n; ++i) {
+        const ri_wr_recv_t &w = wrs[i];
+        if (static_cast<uint32_t>(w.flags) & ~kRecvFlagsKnown) return RI_RET_WR_INVALID_FLAGS;
+        if (w.num_sgls > rq_max_sges) return RI_RET_RNIC_SG_LIMIT_EXCEEDED;
+        if (w.num_sgls && !w.sg_list) return RI_RET_WR_SG_INVALID_FORMAT;
+        ri_qp_state_t st = state.load(std::memory_order_acquire);
+        if (st != RI_QP_STATE_IDLE && st != RI_QP_STATE_READY_TO_SEND) {
+            // Error (and transient) states: accepted and completed as flushed (L4659-4665).
+            RecvWqe wqe{w.id, static_cast<uint32_t>(w.flags), w.num_sgls};
+            complete_recv(wqe, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_WR_FLUSHED_ERROR, 0, 0, 0, 0);
+            ++num;
+            continue;
+        }
+        bool ok = rq.push([&](RecvWqe &h, std::span<ri_data_seg_t> sg) {
+            h = {w.id, static_cast<uint32_t>(w.flags), w.num_sgls};
+            std::copy_n(w.sg_list, w.num_sgls, sg.begin());
+        });
+        if (!ok) return RI_RET_QP_CAPACITY_EXCEEDED;
+        // A concurrent move to ERROR may have flushed before our push landed: flush again.
+        ri_qp_state_t after = state.load(std::memory_order_seq_cst);
+        if (after != RI_QP_STATE_IDLE && after != RI_QP_STATE_READY_TO_SEND &&
+            !error_pending.load(std::memory_order_acquire))
+            flush_rq();
+        ++num;
+    }
+    return RI_RET_SUCCESS;
+}
+
+void Qp::complete_recv(const RecvWqe &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
+                       uint32_t wc_flags, uint32_t inv_rtag, uint32_t imm) {
+    Cqe e{};
+    e.wc.op_type = type;
+    e.wc.cq_os_data = rcq->os_data;
+    e.wc.qp_os_data = os_data;
+    e.wc.id = w.id;
+    e.wc.op_status = status;
+    e.wc.bytes_transferred = static_cast<uint32_t>(bytes);
+    e.wc.invalidated_rtag = inv_rtag;
+    e.wc.immediate_data = imm;
+    wc_flags |= w.flags & (RI_WR_CONSUMER_FLAG0 | RI_WR_CONSUMER_FLAG1);
+    if (w.flags & RI_WR_LOCAL_SOLICITED_FLAG) wc_flags |= RI_WC_FLAG_LOCAL_SOLICITED;
+    e.wc.flags = static_cast<ri_wc_flags_t>(wc_flags);
+    e.solicited = status != RI_WC_STATUS_SUCCESS || (wc_flags & RI_WC_FLAG_SOLICITED_EVENT) ||
+                  (w.flags & RI_WR_LOCAL_SOLICITED_FLAG);
+    e.retire_slot = ~0u;
+    e.retire_word = 0;
+    if (!rcq->push(e)) {
+        raise(RI_EVENT_QP_CQ_RQ_ERROR);
+        enter_error(true);
+    }
+}
+
+void Qp::flush_rq() {
+    RecvWqe w{};
+    while (rq.pop([&](const RecvWqe &h, std::span<const ri_data_seg_t>) { w = h; }))
+        complete_recv(w, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_WR_FLUSHED_ERROR, 0, 0, 0, 0);
+}
+
+bool Qp::take_recv(RecvWqe &w, ri_data_seg_t *sges) {
+    auto take = [&](const RecvWqe &h, std::span<const ri_data_seg_t> sg) {
+        w = h;
+        std::copy_n(sg.begin(), std::min<size_t>(h.num_sgls, sg.size()), sges);
+    };
+    if (!srq) return rq.pop(take);
+    GateGuard g(srq->resize_gate);
+    if (!g || !srq->ring.pop(take)) return false;
+    uint32_t left = srq->posted.fetch_sub(1, std::memory_order_acq_rel) - 1;
+    uint32_t lowat = srq->lowat.load(std::memory_order_acquire);
+    if (lowat && left < lowat && srq->limit_armed.exchange(false, std::memory_order_acq_rel))
+        dev->raise(RI_EVENT_SRQ_LIMIT_REACHED, srq->handle, ObjKind::Srq, srq->os_data);
+    if (rq_armed.load(std::memory_order_acquire)) {
+        uint32_t taken = srq_taken_since_arm.fetch_add(1, std::memory_order_acq_rel) + 1;
+        uint32_t hiwat = rq_hiwat.load(std::memory_order_acquire);
+        if (taken >= std::max<uint32_t>(hiwat, 1) &&
+            rq_armed.exchange(false, std::memory_order_acq_rel))
+            raise(RI_EVENT_QP_RQ_LIMIT_REACHED);
+    }
+    return true;
+}
+
+// ------------------------------------------------------------------------ responder side
+
+RxStatus Qp::rx_tagged_acquire(uint32_t stag, uint64_t to, uint64_t len, bool for_read, IoSpan &out,
+                               void *&ref) {
+    RxScope scope(*this);
+    if (!scope) return RxStatus::fail(kTermRdmapCatastrophic);
+    uint8_t hdr[32];
+    uint32_t hl = for_read ? tagged_header(1, stag, to, hdr) : tagged_header(0, stag, to, hdr);
+    if (for_read && !enable_read)
+        return fail_rx(RI_EVENT_QP_REMOTE_OP_ERROR_RDMA_RD_DISABLED, kTermRdmapUnexpectedOp, hdr,
+                       hl);
+    if (!for_read && !enable_write)
+        return fail_rx(RI_EVENT_QP_REMOTE_OP_ERROR_RDMA_WR_RD_RESP_DISABLED, kTermRdmapUnexpectedOp,
+                       hdr, hl);
+    MemRef r;
+    uint32_t need = for_read ? RI_MEM_FLAGS_REMOTE_READ : RI_MEM_FLAGS_REMOTE_WRITE;
+    MemFault f = dev->stags.acquire(stag, to, len, need, pd, this, r);
+    if (f == MemFault::None) {
+        out = {r.ptr, len};
+        ref = r.entry;
+        return RxStatus::success();
+    }
+    if (for_read) {
+        switch (f) {
+            case MemFault::Bounds:
+                return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_BOUNDS_VIOLATION, kTermRdmapBounds,
+                               hdr, hl);
+            case MemFault::Access:
+                return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_ACCESS_VIOLATION, kTermRdmapAccess,
+                               hdr, hl);
+            case MemFault::Pd:
+                return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_INVALID_PD,
+                               kTermRdmapNotAssociated, hdr, hl);
+            case MemFault::Wrap:
+                return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_WRAP_ERROR, kTermRdmapWrap, hdr,
+                               hl);
+            default:
+                return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_INVALID_STAG,
+                               kTermRdmapInvalidStag, hdr, hl);
+        }
+    }
+    switch (f) {
+        case MemFault::Bounds:
+            return fail_rx(RI_EVENT_QP_PROTECTION_ERROR_BOUNDS_VIOLATION, kTermDdpTaggedBounds, hdr,
+                           hl);
+        case MemFault::Access:
+            return fail_rx(RI_EVENT_QP_PROTECTION_ERROR_ACCESS_VIOLATION, kTermRdmapAccess, hdr,
+                           hl);
+        case MemFault::Pd:
+            return fail_rx(RI_EVENT_QP_PROTECTION_ERROR_INVALID_PD, kTermDdpTaggedNotAssociated,
+                           hdr, hl);
+        case MemFault::Wrap:
+            return fail_rx(RI_EVENT_QP_PROTECTION_ERROR_WRAP_ERROR, kTermDdpTaggedWrap, hdr, hl);
+        default:
+            return fail_rx(RI_EVENT_QP_PROTECTION_ERROR_STAG_QP_MISMATCH, kTermDdpTaggedInvalidStag,
+                           hdr, hl);
+    }
+}
+
+void Qp::rx_tagged_release(void *ref) {
+    MemRef r{static_cast<MemEntry *>(ref), nullptr, 0};
+    StagTable::put(r);
+}
+
+RxStatus Qp::rx_recv_begin(transport::RxRecv &r) {
+    RxScope scope(*this);
+    if (!scope) return RxStatus::fail(kTermRdmapCatastrophic);
+    RecvWqe w{};
+    if (!take_recv(w, rx_sges_)) {
+        uint8_t hdr[32];
+        uint32_t hl = untagged_header(3, 0, 0, hdr);
+        return fail_rx(RI_EVENT_QP_RQ_PROTECTION_ERROR_INVALID_MSN, kTermDdpNoBuffer, hdr, hl);
+    }
+    rx_wqe_ = w;
+    rx_status_ = RI_WC_STATUS_SUCCESS;
+    uint64_t cap = 0;
+    for (uint32_t i = 0; i < w.num_sgls; ++i)
+        cap += rx_sges_[i].len;
+    r.wqe = &rx_wqe_;
+    r.capacity = cap;
+    return RxStatus::success();
+}
+
+RxStatus Qp::rx_recv_place(transport::RxRecv &r, uint64_t offset, std::span<const std::byte> data) {
+    RxScope scope(*this);
+    if (!scope || !r.wqe) return RxStatus::fail(kTermRdmapCatastrophic);
+    uint8_t hdr[32];
+    uint32_t hl = untagged_header(3, 0, 0, hdr);
+    if (offset + data.size() > r.capacity) {
+        rx_status_ = RI_WC_STATUS_LOCAL_LENGTH_ERROR;
+        complete_recv(rx_wqe_, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_LOCAL_LENGTH_ERROR, 0, 0, 0,
+                      0);
+        r.wqe = nullptr;
+        return fail_rx(RI_EVENT_QP_LLQ_INTEGRITY_ERROR_SIZE, kTermDdpTooLong, hdr, hl);
+    }
+    // Walk the receive SGEs to the offset, checking each piece as it is written.
+    uint64_t sge_start = 0;
+    size_t done = 0;
+    for (uint32_t i = 0; i < rx_wqe_.num_sgls && done < data.size(); ++i) {
+        const ri_data_seg_t &s = rx_sges_[i];
+        uint64_t sge_end = sge_start + s.len;
+        uint64_t pos = offset + done;
+        if (pos < sge_end) {
+            uint64_t in_sge = pos - sge_start;
+            uint64_t n = std::min<uint64_t>(s.len - in_sge, data.size() - done);
+            MemRef ref;
+            std::byte *dst = nullptr;
+            MemFault f = MemFault::None;
+            if (s.tag.ltag == 0 && owner->privileged() && enable_stag0_fastreg) {
+                dst = reinterpret_cast<std::byte *>(static_cast<uintptr_t>(s.addr.vaddr)) + in_sge;
+            } else {
+                f = dev->stags.acquire(s.tag.ltag, s.addr.vaddr + in_sge, n,
+                                       RI_MEM_FLAGS_LOCAL_WRITE, pd, this, ref);
+                dst = ref.ptr;
+            }
+            if (f != MemFault::None) {
+                complete_recv(rx_wqe_, RI_WC_TYPE_DATA_RECEIVED, fault_status(f), 0, 0, 0, 0);
+                r.wqe = nullptr;
+                return fail_rx(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, kTermRdmapCatastrophic, hdr,
+                               hl);
+            }
+            std::memcpy(dst, data.data() + done, n);
+            StagTable::put(ref);
+            done += n;
+        }
+        sge_start = sge_end;
+    }
+    return RxStatus::success();
+}
+
+RxStatus Qp::rx_recv_end(transport::RxRecv &r, OpKind kind, uint64_t total_len, bool solicited,
+                         uint32_t invalidate_stag, uint32_t immediate) {
+    RxScope scope(*this);
+    if (!scope || !r.wqe) return RxStatus::fail(kTermRdmapCatastrophic);
+    r.wqe = nullptr;
+    uint32_t flags = solicited ? RI_WC_FLAG_SOLICITED_EVENT : 0;
+    uint32_t inv = 0;
+    if (kind == OpKind::SendInvalidate) {
+        // Remote invalidation: an MR or a window of our PD; narrow windows only through the
+        // QP they are bound to; never a shared region or one with windows bound.
+        MemEntry *e = dev->stags.by_stag(invalidate_stag);
+        bool ok =
+            e && e->valid() && e->stag() == invalidate_stag && e->pd == pd &&
+            e->kind != MemKind::Window1 &&
+            !(e->kind == MemKind::Window2 && e->bound_qp.load(std::memory_order_acquire) != this) &&
+            !((e->kind == MemKind::Region || e->kind == MemKind::FastRegRegion) &&
+              (e->bound_windows.load(std::memory_order_acquire) ||
+               (e->pages && e->pages.use_count() > 1)));
+        if (!ok) {
+            complete_recv(rx_wqe_, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_STAG_INVALIDATE_ERROR, 0,
+                          0, 0, 0);
+            uint8_t hdr[32];
+            uint32_t hl = untagged_header(4, 0, invalidate_stag, hdr);
+            return fail_rx(RI_EVENT_QP_PROTECTION_ERROR_STAG_QP_MISMATCH,
+                           kTermRdmapCannotInvalidate, hdr, hl);
+        }
+        e->gate.close();
+        e->word.fetch_and(~MemEntry::kValid, std::memory_order_acq_rel);
+        if (e->parent) {
+            e->parent->bound_windows.fetch_sub(1, std::memory_order_acq_rel);
+            e->parent = nullptr;
+        }
+        e->gate.open();
+        flags |= RI_WC_FLAG_RTAG_INVALIDATE;
+        inv = invalidate_stag;
+    }
+    if (kind == OpKind::SendImmediate) flags |= RI_WC_FLAG_IMMEDIATE_DATA;
+    complete_recv(rx_wqe_, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_SUCCESS, total_len, flags, inv,
+                  kind == OpKind::SendImmediate ? immediate : 0);
+    return RxStatus::success();
+}
+
+void Qp::rx_recv_abort(transport::RxRecv &r, ri_wc_status_t status) {
+    RxScope scope(*this);
+    if (!r.wqe) return;
+    r.wqe = nullptr;
+    complete_recv(rx_wqe_, RI_WC_TYPE_DATA_RECEIVED, status, 0, 0, 0, 0);
+}
+
+RxStatus Qp::rx_write_immediate(uint64_t length, uint32_t immediate, bool solicited) {
+    RxScope scope(*this);
+    if (!scope) return RxStatus::fail(kTermRdmapCatastrophic);
+    RecvWqe w{};
+    ri_data_seg_t sg[Limits::kMaxSge];
+    if (!take_recv(w, sg)) {
+        uint8_t hdr[32];
+        uint32_t hl = untagged_header(0, 0, 0, hdr);
+        return fail_rx(RI_EVENT_QP_RQ_PROTECTION_ERROR_INVALID_MSN, kTermDdpNoBuffer, hdr, hl);
+    }
+    uint32_t flags = RI_WC_FLAG_IMMEDIATE_DATA | (solicited ? RI_WC_FLAG_SOLICITED_EVENT : 0);
+    complete_recv(w, RI_WC_TYPE_RDMA_IMMEDIATE_RECEIVED, RI_WC_STATUS_SUCCESS, length, flags, 0,
+                  immediate);
+    return RxStatus::success();
+}
+
+RxStatus Qp::rx_atomic(OpKind kind, uint32_t stag, uint64_t to, uint64_t op1, uint64_t op2,
+                       uint64_t &original) {
+    RxScope scope(*this);
+    if (!scope) return RxStatus::fail(kTermRdmapCatastrophic);
+    uint8_t hdr[32];
+    uint32_t hl = tagged_header(kind == OpKind::FetchAdd ? 11 : 12, stag, to, hdr);
+    if (to == transport::kAtomicAtBase) {
+        MemEntry *e = dev->stags.by_stag(stag);
+        to = e ? e->to_base : 0;
+    }
+    MemRef r;
+    MemFault f = dev->stags.acquire(stag, to, 8, RI_MEM_FLAGS_ATOMICS, pd, this, r);
+    if (f == MemFault::None && (reinterpret_cast<uintptr_t>(r.ptr) & 7)) {
+        StagTable::put(r);
+        f = MemFault::Bounds;  // RFC 7306: the target must be 8-byte aligned
+    }
+    switch (f) {
+        case MemFault::None:
+            break;
+        case MemFault::Bounds:
+            return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_BOUNDS_VIOLATION, kTermRdmapBounds,
+                           hdr, hl);
+        case MemFault::Access:
+            return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_ACCESS_VIOLATION, kTermRdmapAccess,
+                           hdr, hl);
+        case MemFault::Pd:
+            return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_INVALID_PD, kTermRdmapNotAssociated,
+                           hdr, hl);
+        case MemFault::Wrap:
+            return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_WRAP_ERROR, kTermRdmapWrap, hdr, hl);
+        default:
+            return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_INVALID_STAG, kTermRdmapInvalidStag,
+                           hdr, hl);
+    }
+    std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t *>(r.ptr));
+    if (kind == OpKind::FetchAdd) {
+        original = target.fetch_add(op1, std::memory_order_acq_rel);
+    } else {
+        uint64_t expected = op1;
+        target.compare_exchange_strong(expected, op2, std::memory_order_acq_rel);
+        original = expected;
+    }
+    StagTable::put(r);
+    return RxStatus::success();
+}
+
+void Qp::rx_terminate(TerminateCode code, std::span<const uint8_t> msg) {
+    RxScope scope(*this);
+    ri_qp_state_t st = state.load(std::memory_order_acquire);
+    if (st == RI_QP_STATE_ERROR || st == RI_QP_STATE_IDLE) return;
+    record_terminate(code, msg.size() > 6 ? msg.data() + 6 : nullptr,
+                     msg.size() > 6 ? static_cast<uint32_t>(msg.size() - 6) : 0, false);
+    raise(RI_EVENT_QP_TERMINATE_MESSAGE_RECEIVED);
+    enter_error(true);
+}
+
+void Qp::rx_llp_closed(transport::CloseKind kind) {
+    RxScope scope(*this);
+    ri_qp_state_t st = state.load(std::memory_order_acquire);
+    if (st != RI_QP_STATE_READY_TO_SEND && st != RI_QP_STATE_CLOSING) return;
+    if (kind == transport::CloseKind::Graceful && rq.size() == 0 &&
+        st == RI_QP_STATE_READY_TO_SEND) {
+        // Graceful close with nothing outstanding: Closing, then Idle (RDMAC Fig. 6).
+        ri_qp_state_t expect = RI_QP_STATE_READY_TO_SEND;
+        if (state.compare_exchange_strong(expect, RI_QP_STATE_IDLE, std::memory_order_acq_rel)) {
+            raise(RI_EVENT_QP_LLQ_CLOSE_COMPLETE);
+            error_pending.store(false, std::memory_order_release);
+        }
+        return;
+    }
+    raise(kind == transport::CloseKind::Graceful ? RI_EVENT_TYPE_BAD_CLOSE
+                                                 : RI_EVENT_QP_LLQ_CONNECTION_RESET);
+    enter_error(true);
+}
+
+// ------------------------------------------------------------------------ error handling
+
+void Qp::raise(ri_async_event_type_t ev) {
+    dev->raise(ev, handle, ObjKind::Qp, os_data);
+}
+
+void Qp::record_terminate(TerminateCode code, const uint8_t *hdr, uint32_t hdr_len, bool local) {
+    std::lock_guard lk(term_mu);
+    term_len = build_terminate(code, hdr, hdr_len, term_buf);
+    term_local = local;
+}
+
+RxStatus Qp::fail_rx(ri_async_event_type_t ev, TerminateCode code, const uint8_t *hdr,
+                     uint32_t hdr_len) {
+    ri_qp_state_t expect = RI_QP_STATE_READY_TO_SEND;
+    if (state.compare_exchange_strong(expect, RI_QP_STATE_TERMINATE, std::memory_order_acq_rel)) {
+        terminate_in_transport.store(true, std::memory_order_release);
+        record_terminate(code, hdr, hdr_len, true);
+        raise(ev);
+        enter_error(true);
+    }
+    return RxStatus::fail(code);
+}
+
+void Qp::fail_local(ri_async_event_type_t, bool send_terminate, TerminateCode code) {
+    ri_qp_state_t st = state.load(std::memory_order_acquire);
+    if (st == RI_QP_STATE_ERROR) return;
+    if (send_terminate && chan) {
+        record_terminate(code, nullptr, 0, true);
+        uint8_t msg[52];
+        uint32_t len = build_terminate(code, nullptr, 0, msg);
+        state.store(RI_QP_STATE_TERMINATE, std::memory_order_release);
+        chan->terminate(code, std::span<const uint8_t>(msg, len));
+    }
+    enter_error(false);
+}
+
+void Qp::enter_error(bool inside_rx) {
+    ri_qp_state_t prev = state.exchange(RI_QP_STATE_ERROR, std::memory_order_seq_cst);
+    if (prev == RI_QP_STATE_ERROR && !inside_rx) {
+        flush_rq();  // idempotent: picks up receives that raced in
+        return;
+    }
+    if (inside_rx)
+        error_pending.store(true, std::memory_order_release);
+    else
+        finish_error();
+}
+
+void Qp::finish_error() {
+    // Wait for arrivals already inside, stop new ones, then flush what is left (L4422-4431).
+    // The stream is closed but stays attached: an arrival still in flight on it now finds
+    // the QP in Error and fails. Detaching (which waits for those) is for destroy and reset.
+    rx_gate.close();
+    // After a Terminate the transport that carried it closes the stream itself.
+    if (chan && !terminate_in_transport.exchange(false, std::memory_order_acq_rel))
+        chan->close(transport::CloseKind::Abortive);
+    flush_rq();
+    rx_gate.open();
+}
+
+// ----------------------------------------------------------------------------- slow path
+
+void Qp::reset_queues() {
+    ++incarnation;
+    sq_head = 0;
+    dev->sq_retired[slot].store((incarnation & 0xFFFFFF) << 40, std::memory_order_release);
+}
+
+ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
+    uint32_t mask = static_cast<uint32_t>(mask_in);
+    constexpr uint32_t kIwarpMask = (1u << 10) - 1;
+    if (mask & ~kIwarpMask) return RI_RET_INVALID_PARAMETER;  // IB-only bits on iWARP
+    ri_qp_state_t cur = state.load(std::memory_order_acquire);
+    ri_qp_state_t next = cur;
+    if (mask & RI_QP_ATTR_NEXT_STATE) {
+        next = a.state;
+        bool legal = false;
+        switch (cur) {
+            case RI_QP_STATE_IDLE:
+                legal = next == RI_QP_STATE_IDLE || next == RI_QP_STATE_READY_TO_SEND ||
+                        next == RI_QP_STATE_ERROR;
+                break;
+            case RI_QP_STATE_READY_TO_SEND:
+                legal = next == RI_QP_STATE_READY_TO_SEND || next == RI_QP_STATE_CLOSING ||
+                        next == RI_QP_STATE_TERMINATE || next == RI_QP_STATE_ERROR;
+                break;
+            case RI_QP_STATE_CLOSING:
+            case RI_QP_STATE_TERMINATE:
+                legal = next == RI_QP_STATE_ERROR;
+                break;
+            case RI_QP_STATE_ERROR:
+                legal = next == RI_QP_STATE_ERROR || next == RI_QP_STATE_IDLE;
+                break;
+            default:
+                break;
+        }
+        if (!legal) return RI_RET_QP_INVALID_STATE;
+    }
+    bool to_rts = cur == RI_QP_STATE_IDLE && next == RI_QP_STATE_READY_TO_SEND;
+    const ri_iwarp_qp_attr_t &iw = a.qp_xport.qp_iwarp;
+    if ((mask & (RI_QP_ATTR_SQ_SIZE | RI_QP_ATTR_RQ_SIZE))) {
+        if ((mask & RI_QP_ATTR_RQ_SIZE) && srq) return RI_RET_QP_ATTRIBUTE_CANT_CHANGE;
+        if ((mask & RI_QP_ATTR_SQ_SIZE) && a.sq_size > Limits::kMaxWrsQp)
+            return RI_RET_RNIC_WR_LIMIT_EXCEEDED;
+        if ((mask & RI_QP_ATTR_RQ_SIZE) && a.rq_size > Limits::kMaxWrsQp)
+            return RI_RET_RNIC_WR_LIMIT_EXCEEDED;
+        if ((mask & RI_QP_ATTR_SQ_SIZE)) {
+            uint64_t retired = dev->sq_retired[slot].load(std::memory_order_acquire) & kPosMask;
+            if (a.sq_size < sq_head - retired) return RI_RET_QP_CANNOT_SHRINK;
+        }
+        if ((mask & RI_QP_ATTR_RQ_SIZE) && a.rq_size < rq.size()) return RI_RET_QP_CANNOT_SHRINK;
+        if ((mask & RI_QP_ATTR_RQ_SIZE) && cur != RI_QP_STATE_IDLE && cur != RI_QP_STATE_ERROR)
+            return RI_RET_QP_INVALID_STATE;  // the receive ring is live while connected
+    }
+    if ((mask & RI_QP_ATTR_MAX_RDMA_READ_OUTGOING) || (mask & RI_QP_ATTR_MAX_RDMA_READ_INCOMING)) {
+        if ((mask & RI_QP_ATTR_MAX_RDMA_READ_OUTGOING) &&
+            a.max_rdma_read_outgoing > Limits::kMaxOrdQp)
+            return RI_RET_RNIC_IRD_ORD_EXCEEDED;
+        if ((mask & RI_QP_ATTR_MAX_RDMA_READ_INCOMING) &&
+            a.max_rdma_read_incoming > Limits::kMaxIrdQp)
+            return RI_RET_RNIC_IRD_ORD_EXCEEDED;
+    }
+    if ((mask & (RI_QP_ATTR_RQ_HIWAT | RI_QP_ATTR_RQ_ARMED)) && !srq)
+        return RI_RET_QP_ATTRIBUTE_CANT_CHANGE;
+    if (mask & RI_QP_ATTR_MPA_ATTR) {
+        if (cur != RI_QP_STATE_IDLE || (next != RI_QP_STATE_IDLE && !to_rts))
+            return RI_RET_LL_BAD_STATE;
+        if (iw.mpa_attrs.ddp_rdma_version != 1) return RI_RET_INVALID_DDP_RDMAP_VERSION;
+        if (iw.mpa_attrs.recv_marker_enabled || iw.mpa_attrs.xmit_marker_enabled)
+            return RI_RET_MPA_ATTR_UNSUPPORTED;
+    }
+    if ((mask & (RI_QP_ATTR_LLQ_STREAM_HANDLE | RI_QP_ATTR_STREAM_MSG_BUFFER)) && !to_rts)
+        return RI_RET_LL_BAD_STATE;
+    if (to_rts && !(mask & RI_QP_ATTR_LLQ_STREAM_HANDLE)) return RI_RET_INVALID_LL_HANDLE;
+    if ((mask & RI_QP_ATTR_STREAM_MSG_BUFFER) && iw.stream_msg_buf_length && !iw.stream_msg_buf)
+        return RI_RET_INVALID_PARAMETER;
+
+    // Everything that can fail without side effects has been checked; claim the stream last.
+    std::unique_ptr<transport::Channel> new_chan;
+    if (to_rts) {
+        bool known = false;
+        new_chan = transport::claim_llp(iw.llp_stream_handle, known);
+        if (!new_chan) return RI_RET_INVALID_LL_HANDLE;
+    }
+
+    // Apply.
+    if (mask & RI_QP_ATTR_SQ_SIZE) sq_size = std::max<uint32_t>(a.sq_size, 1);
+    if (mask & RI_QP_ATTR_RQ_SIZE) {
+        uint32_t want = std::max<uint32_t>(a.rq_size, 1);
+        if (round_up_pow2(want) != rq.capacity()) {
+            SlotQueue<RecvWqe, ri_data_seg_t> bigger(want, std::max<uint32_t>(rq_max_sges, 1));
+            rq.move_into(bigger);
+            rq.swap(bigger);
+        }
+        rq_size = static_cast<uint32_t>(rq.capacity());
+    }
+    if (mask & RI_QP_ATTR_MAX_RDMA_READ_OUTGOING) ord = a.max_rdma_read_outgoing;
+    if (mask & RI_QP_ATTR_MAX_RDMA_READ_INCOMING) ird = a.max_rdma_read_incoming;
+    if (mask & RI_QP_ATTR_RQ_HIWAT) rq_hiwat.store(iw.rq_hiwat, std::memory_order_release);
+    if (mask & RI_QP_ATTR_RQ_ARMED) {
+        srq_taken_since_arm.store(0, std::memory_order_release);
+        rq_armed.store(iw.rq_armed != 0, std::memory_order_release);
+    }
+    if (mask & RI_QP_ATTR_MPA_ATTR) mpa = iw.mpa_attrs;
+
+    if (next != cur) {
+        switch (next) {
+            case RI_QP_STATE_READY_TO_SEND:
+                chan = std::move(new_chan);
+                llp = iw.llp_stream_handle;
+                llp_set = true;
+                state.store(RI_QP_STATE_READY_TO_SEND, std::memory_order_release);
+                chan->attach(this);
+                break;
+            case RI_QP_STATE_CLOSING:
+                if (rq.size() != 0) {
+                    // Outstanding work at close: a bad close, then Error (RDMAC Fig. 6).
+                    state.store(RI_QP_STATE_CLOSING, std::memory_order_release);
+                    if (chan) chan->close(transport::CloseKind::Graceful);
+                    raise(RI_EVENT_TYPE_BAD_CLOSE);
+                    enter_error(false);
+                } else {
+                    state.store(RI_QP_STATE_CLOSING, std::memory_order_release);
+                    rx_gate.close();
+                    if (chan) {
+                        chan->close(transport::CloseKind::Graceful);
+                        chan->detach();
+                    }
+                    rx_gate.open();
+                    state.store(RI_QP_STATE_IDLE, std::memory_order_release);
+                    raise(RI_EVENT_QP_LLQ_CLOSE_COMPLETE);
+                }
+                break;
+            case RI_QP_STATE_TERMINATE: {
+                TerminateCode code = kTermRdmapCatastrophic;
+                uint8_t msg[52];
+                uint32_t len = build_terminate(code, nullptr, 0, msg);
+                record_terminate(code, nullptr, 0, true);
+                state.store(RI_QP_STATE_TERMINATE, std::memory_order_release);
+                if (chan) chan->terminate(code, std::span<const uint8_t>(msg, len));
+                enter_error(false);
+                break;
+            }
+            case RI_QP_STATE_ERROR:
+                if (chan && cur == RI_QP_STATE_READY_TO_SEND)
+                    chan->close(transport::CloseKind::Abortive);
+                enter_error(false);
+                break;
+            case RI_QP_STATE_IDLE: {
+                // Error -> Idle: every WR has been flushed synchronously on entry to Error, so
+                // there is nothing left to wait for (L3971, L3981-3994).
+                rx_gate.close();
+                if (chan) chan->detach();
+                flush_rq();
+                chan.reset();
+                llp_set = false;
+                llp = 0;
+                {
+                    std::lock_guard lk(term_mu);
+                    term_len = 0;
+                    term_local = false;
+                    std::memset(term_buf, 0, sizeof term_buf);
+                }
+                reset_queues();
+                state.store(RI_QP_STATE_IDLE, std::memory_order_release);
+                rx_gate.open();
+                break;
+            }
+            default:
+                break;
+        }
+    }
+    // Report what is in force now (L3892-3900).
+    a.sq_size = sq_size;
+    a.rq_size = rq_size;
+    a.max_rdma_read_outgoing = ord;
+    a.max_rdma_read_incoming = ird;
+    return RI_RET_SUCCESS;
+}
+
+void Qp::query(ri_qp_attr_t &a) {
+    std::memset(&a, 0, sizeof a);
+    a.qp_id = qp_id;
+    a.scq.scq_os_data = scq->os_data;
+    a.rcq.rcq_os_data = rcq->os_data;
+    a.srq.srq_os_data = srq ? srq->os_data : nullptr;
+    a.pd = pd_handle;
+    a.sq_size = sq_size;
+    a.rq_size = rq_size;
+    a.srq_valid = srq != nullptr;
+    a.sq_max_sges = sq_max_sges;
+    a.sq_max_sges_rdmaw = sq_max_sges_rdmaw;
+    a.rq_max_sges = rq_max_sges;
+    a.state = state.load(std::memory_order_acquire);
+    a.enable_rdma_read = enable_read;
+    a.enable_rdma_write = enable_write;
+    a.max_rdma_read_outgoing = ord;
+    a.max_rdma_read_incoming = ird;
+    a.enable_stag0_fastreg = enable_stag0_fastreg;
+    ri_iwarp_qp_attr_t &iw = a.qp_xport.qp_iwarp;
+    iw.enable_bind = enable_bind;
+    {
+        std::lock_guard lk(term_mu);
+        std::memcpy(iw.terminate_buffer, term_buf, sizeof term_buf);
+        iw.terminate_msg_length = term_len;
+        iw.is_terminate_local = term_local;
+    }
+    iw.llp_stream_handle = llp_set ? llp : 0;
+    iw.mpa_attrs = mpa;
+    iw.stream_msg_buf = nullptr;  // never returned (L8594)
+    iw.stream_msg_buf_length = 0;
+    iw.rq_hiwat = rq_hiwat.load(std::memory_order_acquire);
+    iw.rq_armed = rq_armed.load(std::memory_order_acquire);
+}
+
+void Qp::destroy() {
+    state.store(RI_QP_STATE_ERROR, std::memory_order_seq_cst);
+    rx_gate.shut();
+    if (chan) {
+        chan->close(transport::CloseKind::Abortive);
+        chan->detach();
+        chan.reset();
+    }
+    // Narrow windows bound through this QP are invalidated (type 2B-like; documented).
+    dev->stags.for_each_live([&](MemEntry &e) {
+        if (e.kind == MemKind::Window2 && e.bound_qp.load(std::memory_order_acquire) == this) {
+            e.gate.close();
+            e.word.fetch_and(~MemEntry::kValid, std::memory_order_acq_rel);
+            if (e.parent) e.parent->bound_windows.fetch_sub(1, std::memory_order_acq_rel);
+            e.parent = nullptr;
+            e.bound_qp.store(nullptr, std::memory_order_release);
+            e.gate.open();
+        }
+    });
+}
+
+}  // namespace softrnic::engine

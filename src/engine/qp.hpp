@@ -1,0 +1,131 @@
+// A queue pair: the RDMAC iWARP state machine, the send and receive queues, and the
+// responder side of every operation the transport delivers.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "engine/device.hpp"
+#include "transport/transport.hpp"
+
+namespace softrnic::engine {
+
+class Qp final : public transport::Endpoint {
+  public:
+    Device *dev = nullptr;
+    RnicHandle *owner = nullptr;
+    void *handle = nullptr;
+    uint32_t slot = 0;
+    ri_os_data_t os_data = nullptr;
+    uint32_t qp_id = 0;
+    Pd *pd = nullptr;
+    void *pd_handle = nullptr;
+    Cq *scq = nullptr;
+    Cq *rcq = nullptr;
+    Srq *srq = nullptr;
+
+    uint32_t sq_size = 0, rq_size = 0;
+    uint32_t sq_max_sges = 0, sq_max_sges_rdmaw = 0, rq_max_sges = 0;
+    uint32_t ord = 0, ird = 0;
+    bool enable_read = false, enable_write = false, enable_stag0_fastreg = false;
+    bool enable_bind = false;
+    ri_mpa_attr_t mpa{};
+    std::atomic<uint32_t> rq_hiwat{0};
+    std::atomic<bool> rq_armed{false};
+    std::atomic<uint32_t> srq_taken_since_arm{0};
+
+    std::atomic<ri_qp_state_t> state{RI_QP_STATE_IDLE};
+
+    // Terminate message sent or received (ri_qp_query, L8473-8486).
+    std::mutex term_mu;
+    uint8_t term_buf[52] = {};
+    uint32_t term_len = 0;
+    bool term_local = false;
+
+    std::unique_ptr<transport::Channel> chan;
+    ri_llp_stream_handle_t llp = 0;
+    bool llp_set = false;
+
+    // Send queue: positions only; a WR's slot is free again once a polled completion
+    // at or after it has been reaped (Device::sq_retired).
+    uint64_t sq_head = 0;
+    uint64_t incarnation = 0;
+
+    SlotQueue<RecvWqe, ri_data_seg_t> rq;
+    Gate rx_gate;  // arrivals from the transport; closed to flush or to detach
+    std::atomic<bool> error_pending{false};
+    std::atomic<bool> terminate_in_transport{false};
+
+    ~Qp() override;
+
+    // Fast path.
+    ri_api_return_t post_sq(const ri_wr_t *wrs, uint32_t &num);
+    ri_api_return_t post_rq(const ri_wr_recv_t *wrs, uint32_t &num);
+
+    // Slow path.
+    ri_api_return_t modify(ri_qp_attr_mask_t mask, ri_qp_attr_t &attrs);
+    void query(ri_qp_attr_t &attrs);
+    void destroy();  // detaches the stream; no completions for outstanding WRs (L4033-4043)
+    void reset_queues();
+
+    // Endpoint (responder side and stream events).
+    transport::RxStatus rx_tagged_acquire(uint32_t stag, uint64_t to, uint64_t len, bool for_read,
+                                          transport::IoSpan &out, void *&ref) override;
+    void rx_tagged_release(void *ref) override;
+    transport::RxStatus rx_recv_begin(transport::RxRecv &r) override;
+    transport::RxStatus rx_recv_place(transport::RxRecv &r, uint64_t offset,
+                                      std::span<const std::byte> data) override;
+    transport::RxStatus rx_recv_end(transport::RxRecv &r, transport::OpKind kind,
+                                    uint64_t total_len, bool solicited, uint32_t invalidate_stag,
+                                    uint32_t immediate) override;
+    void rx_recv_abort(transport::RxRecv &r, ri_wc_status_t status) override;
+    transport::RxStatus rx_atomic(transport::OpKind kind, uint32_t stag, uint64_t to, uint64_t op1,
+                                  uint64_t op2, uint64_t &original) override;
+    transport::RxStatus rx_write_immediate(uint64_t length, uint32_t immediate,
+                                           bool solicited) override;
+    void rx_terminate(transport::TerminateCode code, std::span<const uint8_t> msg) override;
+    void rx_llp_closed(transport::CloseKind kind) override;
+    void tx_complete(transport::OpResult result) override;
+
+  private:
+    struct SqSlotInfo;
+    ri_api_return_t validate_sq_wr(const ri_wr_t &wr) const;
+    void execute_sq_wr(const ri_wr_t &wr);
+    void complete_sq(const ri_wr_t &wr, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
+                     bool force);
+    void flush_sq_wr(const ri_wr_t &wr);
+    void flush_rq();
+    void complete_recv(const RecvWqe &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
+                       uint32_t wc_flags, uint32_t inv_rtag, uint32_t imm);
+    // Resolves a local SGE list; returns a WC status (SUCCESS when all resolved).
+    ri_wc_status_t resolve_local(const ri_data_seg_t *sg, uint32_t n, uint32_t need,
+                                 transport::IoSpan *spans, MemRef *refs, uint64_t &total);
+    void put_refs(MemRef *refs, uint32_t n);
+    ri_wc_status_t local_bind(const ri_wr_bind_t &w);
+    ri_wc_status_t local_fmr(const ri_wr_fmr_t &w);
+    ri_wc_status_t local_invalidate(const ri_wr_local_invalidate_t &w);
+    // Error handling.
+    void fail_local(ri_async_event_type_t ev, bool send_terminate, transport::TerminateCode code);
+    transport::RxStatus fail_rx(ri_async_event_type_t ev, transport::TerminateCode code,
+                                const uint8_t *hdr, uint32_t hdr_len);
+    void record_terminate(transport::TerminateCode code, const uint8_t *hdr, uint32_t hdr_len,
+                          bool local);
+    void enter_error(bool inside_rx);
+    void finish_error();
+    void raise(ri_async_event_type_t ev);
+    bool take_recv(RecvWqe &w, ri_data_seg_t *sges);
+    ri_wc_status_t check_recv_sges(const ri_data_seg_t *sg, uint32_t n) const;
+    friend class RxScope;
+    // Pending receive of an in-progress untagged arrival (one at a time per QP).
+    RecvWqe rx_wqe_{};
+    ri_data_seg_t rx_sges_[Limits::kMaxSge] = {};
+    ri_wc_status_t rx_status_ = RI_WC_STATUS_SUCCESS;
+};
+
+// Internal-only: makes a terminate header the way RFC 5040 5.4.1 lays it out.
+uint32_t build_terminate(transport::TerminateCode code, const uint8_t *hdr, uint32_t hdr_len,
+                         uint8_t out[52]);
+
+}  // namespace softrnic::engine

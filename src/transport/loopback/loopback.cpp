@@ -1,0 +1,227 @@
+#include "transport/loopback/loopback.hpp"
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "engine/sync.hpp"
+#include "transport/transport.hpp"
+
+namespace softrnic::transport::loopback {
+
+namespace {
+
+using engine::Gate;
+
+struct Link {
+    struct End {
+        std::atomic<Endpoint *> ep{nullptr};
+        Gate gate;  // callers into this end's endpoint; shut on detach
+    };
+    End ends[2];
+    std::atomic<bool> terminated{false};
+    std::atomic<bool> closed{false};
+};
+
+// Handle values sit far above any file descriptor (RLIMIT_NOFILE stays below 2^30), so a
+// loopback handle is never mistaken for a socket by the TCP transport.
+constexpr int kHandleBase = 1 << 30;
+
+struct Pending {
+    std::shared_ptr<Link> link;
+    int side;
+};
+
+std::mutex g_mu;
+std::map<int, Pending> g_unclaimed;
+int g_next = kHandleBase;
+
+// Enters the peer end and finds its endpoint; nullptr when the peer is gone.
+class PeerCall {
+  public:
+    PeerCall(Link &l, int peer) : end_(l.ends[peer]) {
+        in_ = end_.gate.try_enter();
+        if (in_) ep_ = end_.ep.load(std::memory_order_acquire);
+    }
+    ~PeerCall() {
+        if (in_) end_.gate.leave();
+    }
+    Endpoint *ep() const { return ep_; }
+
+  private:
+    Link::End &end_;
+    bool in_ = false;
+    Endpoint *ep_ = nullptr;
+};
+
+class LoopbackChannel final : public Channel {
+  public:
+    LoopbackChannel(std::shared_ptr<Link> link, int side) : link_(std::move(link)), side_(side) {}
+    ~LoopbackChannel() override { detach(); }
+
+    void attach(Endpoint *ep) override {
+        link_->ends[side_].ep.store(ep, std::memory_order_release);
+    }
+
+    void detach() override {
+        Link::End &me = link_->ends[side_];
+        me.ep.store(nullptr, std::memory_order_release);
+        me.gate.shut();  // waits for peer threads still inside our endpoint
+    }
+
+    OpResult submit(const OutboundOp &op) override {
+        if (link_->closed.load(std::memory_order_acquire) ||
+            link_->terminated.load(std::memory_order_acquire))
+            return {OpOutcome::Disconnected, {}};
+        PeerCall call(*link_, 1 - side_);
+        Endpoint *p = call.ep();
+        if (!p) return {OpOutcome::Disconnected, {}};
+        RxStatus st = run(*p, op);
+        if (!st.ok) {
+            link_->terminated.store(true, std::memory_order_release);
+            return {OpOutcome::Terminated, st.term};
+        }
+        return {OpOutcome::Done, {}};
+    }
+
+    void terminate(TerminateCode code, std::span<const uint8_t> msg) override {
+        if (link_->terminated.exchange(true, std::memory_order_acq_rel)) return;
+        PeerCall call(*link_, 1 - side_);
+        if (Endpoint *p = call.ep()) p->rx_terminate(code, msg);
+    }
+
+    void close(CloseKind kind) override {
+        if (link_->terminated.load(std::memory_order_acquire)) return;
+        if (link_->closed.exchange(true, std::memory_order_acq_rel)) return;
+        PeerCall call(*link_, 1 - side_);
+        if (Endpoint *p = call.ep()) p->rx_llp_closed(kind);
+    }
+
+  private:
+    static RxStatus run(Endpoint &p, const OutboundOp &op) {
+        switch (op.kind) {
+            case OpKind::Send:
+            case OpKind::SendInvalidate:
+            case OpKind::SendImmediate: {
+                RxRecv r;
+                RxStatus st = p.rx_recv_begin(r);
+                if (!st.ok) return st;
+                uint64_t off = 0;
+                for (const IoSpan &s : op.local) {
+                    if (s.len == 0) continue;
+                    st = p.rx_recv_place(r, off, {s.ptr, static_cast<size_t>(s.len)});
+                    if (!st.ok) return st;
+                    off += s.len;
+                }
+                return p.rx_recv_end(r, op.kind, op.length, op.solicited, op.remote_stag,
+                                     op.immediate);
+            }
+            case OpKind::RdmaWrite:
+            case OpKind::RdmaWriteImmediate: {
+                if (op.length) {
+                    IoSpan dst{};
+                    void *ref = nullptr;
+                    RxStatus st = p.rx_tagged_acquire(op.remote_stag, op.remote_to, op.length,
+                                                      false, dst, ref);
+                    if (!st.ok) return st;
+                    uint64_t off = 0;
+                    for (const IoSpan &s : op.local) {
+                        std::memcpy(dst.ptr + off, s.ptr, s.len);
+                        off += s.len;
+                    }
+                    p.rx_tagged_release(ref);
+                }
+                if (op.kind == OpKind::RdmaWriteImmediate)
+                    return p.rx_write_immediate(op.length, op.immediate, op.solicited);
+                return RxStatus::success();
+            }
+            case OpKind::RdmaRead: {
+                if (!op.length) return RxStatus::success();
+                IoSpan src{};
+                void *ref = nullptr;
+                RxStatus st =
+                    p.rx_tagged_acquire(op.remote_stag, op.remote_to, op.length, true, src, ref);
+                if (!st.ok) return st;
+                uint64_t off = 0;
+                for (const IoSpan &s : op.local) {
+                    std::memcpy(s.ptr, src.ptr + off, s.len);
+                    off += s.len;
+                }
+                p.rx_tagged_release(ref);
+                return RxStatus::success();
+            }
+            case OpKind::FetchAdd:
+            case OpKind::CompareSwap: {
+                uint64_t orig = 0;
+                RxStatus st = p.rx_atomic(op.kind, op.remote_stag, op.remote_to, op.operand1,
+                                          op.operand2, orig);
+                if (st.ok && op.atomic_result) *op.atomic_result = orig;
+                return st;
+            }
+        }
+        return RxStatus::fail({0, 2, 0x06});
+    }
+
+    std::shared_ptr<Link> link_;
+    int side_;
+};
+
+std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, bool &mine) {
+    std::lock_guard lk(g_mu);
+    auto it = g_unclaimed.find(h);
+    if (it == g_unclaimed.end()) {
+        mine = false;
+        return nullptr;
+    }
+    mine = true;
+    auto ch = std::make_unique<LoopbackChannel>(it->second.link, it->second.side);
+    g_unclaimed.erase(it);
+    return ch;
+}
+
+}  // namespace
+
+void ensure_registered() {
+    register_llp_claimer(&claim);
+}
+
+ri_api_return_t make_pair(ri_llp_stream_handle_t &a, ri_llp_stream_handle_t &b) {
+    ensure_registered();
+    auto link = std::make_shared<Link>();
+    std::lock_guard lk(g_mu);
+    if (g_next > INT32_MAX - 2) return RI_RET_RESOURCE_SHORTAGE;
+    a = g_next++;
+    b = g_next++;
+    g_unclaimed[a] = {link, 0};
+    g_unclaimed[b] = {link, 1};
+    return RI_RET_SUCCESS;
+}
+
+ri_api_return_t close_unclaimed(ri_llp_stream_handle_t h) {
+    std::lock_guard lk(g_mu);
+    auto it = g_unclaimed.find(h);
+    if (it == g_unclaimed.end()) return RI_RET_INVALID_LL_HANDLE;
+    std::shared_ptr<Link> link = it->second.link;
+    g_unclaimed.erase(it);
+    // The other end, if a QP owns it, sees the stream close.
+    link->closed.store(true, std::memory_order_release);
+    return RI_RET_SUCCESS;
+}
+
+}  // namespace softrnic::transport::loopback
+
+extern "C" ri_api_return_t softrnic_loopback_pair(ri_llp_stream_handle_t *a,
+                                                  ri_llp_stream_handle_t *b) {
+    if (!a || !b) return RI_RET_INVALID_PARAMETER;
+    try {
+        return softrnic::transport::loopback::make_pair(*a, *b);
+    } catch (...) {
+        return RI_RET_RESOURCE_SHORTAGE;
+    }
+}
+
+extern "C" ri_api_return_t softrnic_loopback_close(ri_llp_stream_handle_t h) {
+    return softrnic::transport::loopback::close_unclaimed(h);
+}

@@ -1,0 +1,44 @@
+#include <mutex>
+#include <vector>
+
+#include "transport/transport.hpp"
+
+namespace softrnic::transport {
+
+namespace {
+std::mutex &claimers_mu() {
+    static std::mutex mu;
+    return mu;
+}
+std::vector<LlpClaimer> &claimers() {
+    static std::vector<LlpClaimer> v;
+    return v;
+}
+}  // namespace
+
+void register_llp_claimer(LlpClaimer claimer) {
+    std::lock_guard lk(claimers_mu());
+    for (LlpClaimer c : claimers())
+        if (c == claimer) return;
+    claimers().push_back(claimer);
+}
+
+std::unique_ptr<Channel> claim_llp(ri_llp_stream_handle_t h, bool &known) {
+    std::vector<LlpClaimer> list;
+    {
+        std::lock_guard lk(claimers_mu());
+        list = claimers();
+    }
+    known = false;
+    for (LlpClaimer c : list) {
+        bool mine = false;
+        std::unique_ptr<Channel> ch = c(h, mine);
+        if (mine) {
+            known = true;
+            return ch;
+        }
+    }
+    return nullptr;
+}
+
+}  // namespace softrnic::transport

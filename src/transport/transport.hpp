@@ -1,0 +1,144 @@
+// The transport seam.
+//
+// The engine owns RDMA semantics (queues, STags, protection checks, completions); a
+// transport owns the wire (in-process loopback here; TCP/iWARP and shared memory later).
+// They meet in two small interfaces:
+//   - Channel: what the engine asks of the transport for one connected QP (submit an
+//     outbound operation, close the stream);
+//   - Endpoint: what the transport asks of the engine when traffic arrives for that QP
+//     (resolve a tagged buffer, take and fill a receive WQE, run an atomic, a Terminate or
+//     a close arrived).
+// A connected LLP stream handle (RNICPI L1720-1781) is turned into a Channel by the
+// transport that issued it, found through the registry below, so the engine never knows
+// which transport it talks to.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "rnicpi/rnicpi.h"
+
+namespace softrnic::transport {
+
+// A piece of resolved local memory (after LTag checks by the engine).
+struct IoSpan {
+    std::byte *ptr;
+    uint64_t len;
+};
+
+// iWARP Terminate header fields (RFC 5040 section 5.4.1).
+struct TerminateCode {
+    uint8_t layer = 0;  // 0 RDMAP, 1 DDP, 2 LLP
+    uint8_t etype = 0;
+    uint8_t ecode = 0;
+};
+
+// Outcome of an arrival handled by the engine at the responder.
+struct RxStatus {
+    bool ok = true;
+    TerminateCode term{};  // when !ok: what the Terminate sent back must say
+    static RxStatus success() { return {}; }
+    static RxStatus fail(TerminateCode t) { return {false, t}; }
+};
+
+enum class OpKind : uint8_t {
+    Send,
+    SendInvalidate,
+    SendImmediate,
+    RdmaWrite,
+    RdmaWriteImmediate,
+    RdmaRead,
+    FetchAdd,
+    CompareSwap,
+};
+
+// remote_to of an atomic that targets the first 8 bytes of the STag's region or window.
+inline constexpr uint64_t kAtomicAtBase = ~uint64_t{0};
+
+// One outbound data-transfer WR, validated and with local memory resolved by the engine.
+struct OutboundOp {
+    OpKind kind = OpKind::Send;
+    bool solicited = false;
+    std::span<const IoSpan> local;  // gather list (send, write) or scatter list (read sink)
+    uint64_t length = 0;            // total of `local`
+    uint32_t remote_stag = 0;       // write/read/atomic target; send-with-invalidate STag
+    uint64_t remote_to = 0;
+    uint32_t immediate = 0;
+    uint64_t operand1 = 0;  // atomics: add value, or compare value
+    uint64_t operand2 = 0;  // atomics: swap value
+    uint64_t *atomic_result = nullptr;
+};
+
+enum class OpOutcome : uint8_t {
+    Done,         // completed; the WR completes with success
+    Pending,      // the transport will report completion later (asynchronous transports)
+    Terminated,   // the peer answered with a Terminate (term holds it)
+    Disconnected  // the stream is gone
+};
+
+struct OpResult {
+    OpOutcome outcome = OpOutcome::Done;
+    TerminateCode term{};
+};
+
+// Responder-side receive context: one receive WQE taken for an arriving untagged message.
+struct RxRecv {
+    void *wqe = nullptr;  // engine-private
+    uint64_t capacity = 0;
+};
+
+enum class CloseKind : uint8_t { Graceful, Abortive };
+
+// Implemented by the engine's QP.
+class Endpoint {
+  public:
+    virtual ~Endpoint() = default;
+    // Tagged placement or read source: checks STag, PD, rights, bounds; on success `out`
+    // points at the memory and the STag stays pinned until rx_tagged_release.
+    virtual RxStatus rx_tagged_acquire(uint32_t stag, uint64_t to, uint64_t len, bool for_read,
+                                       IoSpan &out, void *&ref) = 0;
+    virtual void rx_tagged_release(void *ref) = 0;
+    // Untagged message: take the next receive WQE (queue or SRQ), place, finish.
+    virtual RxStatus rx_recv_begin(RxRecv &r) = 0;
+    virtual RxStatus rx_recv_place(RxRecv &r, uint64_t offset, std::span<const std::byte> data) = 0;
+    virtual RxStatus rx_recv_end(RxRecv &r, OpKind kind, uint64_t total_len, bool solicited,
+                                 uint32_t invalidate_stag, uint32_t immediate) = 0;
+    // Abandons a taken WQE after a failed placement; it completes with an error.
+    virtual void rx_recv_abort(RxRecv &r, ri_wc_status_t status) = 0;
+    virtual RxStatus rx_atomic(OpKind kind, uint32_t stag, uint64_t to, uint64_t op1, uint64_t op2,
+                               uint64_t &original) = 0;
+    // Inbound write with immediate data: consumes a receive WQE after placement.
+    virtual RxStatus rx_write_immediate(uint64_t length, uint32_t immediate, bool solicited) = 0;
+    // The peer's Terminate arrived (message bytes as on the wire). When an rx_* call above
+    // returns !ok the engine has already raised its own event and moved to Terminate; the
+    // transport then sends the Terminate the status describes.
+    virtual void rx_terminate(TerminateCode code, std::span<const uint8_t> msg) = 0;
+    // The stream closed under us.
+    virtual void rx_llp_closed(CloseKind kind) = 0;
+    // Completion of an asynchronous (Pending) outbound operation.
+    virtual void tx_complete(OpResult result) = 0;
+};
+
+// Implemented by a transport for one connected stream.
+class Channel {
+  public:
+    virtual ~Channel() = default;
+    // Starts delivery of arrivals to `ep`. Called once, when the QP enters RTS.
+    virtual void attach(Endpoint *ep) = 0;
+    // Stops delivery and waits until no call into the endpoint is in progress.
+    virtual void detach() = 0;
+    virtual OpResult submit(const OutboundOp &op) = 0;
+    // Sends a Terminate (when `term` is set) and closes the stream.
+    virtual void terminate(TerminateCode term, std::span<const uint8_t> msg) = 0;
+    virtual void close(CloseKind kind) = 0;
+};
+
+// Turns LLP stream handles into channels. Each transport registers one claimer.
+using LlpClaimer = std::unique_ptr<Channel> (*)(ri_llp_stream_handle_t h, bool &mine);
+void register_llp_claimer(LlpClaimer claimer);
+// Returns the channel for `h`, or nullptr with `known` false when no transport issued it.
+std::unique_ptr<Channel> claim_llp(ri_llp_stream_handle_t h, bool &known);
+
+}  // namespace softrnic::transport
