@@ -4,6 +4,8 @@
 #include <atomic>
 #include <cstring>
 
+#include "engine/abi.hpp"
+
 namespace softrnic::engine {
 
 using transport::IoSpan;
@@ -160,7 +162,7 @@ Qp::~Qp() = default;
 
 ri_api_return_t Qp::validate_sq_wr(const ri_wr_t &wr) const {
     const ri_wr_common_t &c = wr.wr_common;
-    uint32_t flags = static_cast<uint32_t>(c.flags);
+    uint32_t flags = raw(c.flags);
     if (flags & ~kWrFlagsKnown) return RI_RET_WR_INVALID_FLAGS;
     ri_wr_type_t t = c.type;
     bool send = is_send_type(t);
@@ -199,9 +201,8 @@ ri_api_return_t Qp::validate_sq_wr(const ri_wr_t &wr) const {
             if (!mw || mw->owner_rnic != owner) return RI_RET_MW_INVALID_HANDLE;
             if (!dev->stags.from_handle(b.mr_handle, false)) return RI_RET_MR_INVALID_HANDLE;
             if (b.length == 0 && mw->kind == MemKind::Window2) return RI_RET_INVALID_WINDOW_TYPE;
-            if (static_cast<uint32_t>(b.mem_attr) &
-                ~static_cast<uint32_t>(RI_MEM_FLAGS_LOCAL | RI_MEM_FLAGS_REMOTE |
-                                       RI_MEM_FLAGS_ATOMICS | RI_MEM_FLAGS_ZBVA))
+            if (raw(b.mem_attr) & ~static_cast<uint32_t>(RI_MEM_FLAGS_LOCAL | RI_MEM_FLAGS_REMOTE |
+                                                         RI_MEM_FLAGS_ATOMICS | RI_MEM_FLAGS_ZBVA))
                 return RI_RET_MEM_INVALID_ACCESS;
             return RI_RET_SUCCESS;
         }
@@ -240,8 +241,7 @@ ri_api_return_t Qp::post_sq(const ri_wr_t *wrs, uint32_t &num) {
         const ri_wr_t &wr = wrs[i];
         ri_qp_state_t st = state.load(std::memory_order_acquire);
         if (st == RI_QP_STATE_IDLE) return RI_RET_QP_INVALID_STATE;
-        if (static_cast<uint32_t>(wr.wr_common.type) > RI_WR_TYPE_RDMA_WRITE_IMMEDIATE)
-            return RI_RET_WR_INVALID_TYPE;
+        if (raw(wr.wr_common.type) > RI_WR_TYPE_RDMA_WRITE_IMMEDIATE) return RI_RET_WR_INVALID_TYPE;
         if (ri_api_return_t r = validate_sq_wr(wr); r != RI_RET_SUCCESS) return r;
         uint64_t retired = dev->sq_retired[slot].load(std::memory_order_acquire);
         uint64_t retired_pos = (retired >> 40) == (incarnation & 0xFFFFFF) ? retired & kPosMask : 0;
@@ -257,7 +257,7 @@ ri_api_return_t Qp::post_sq(const ri_wr_t *wrs, uint32_t &num) {
 
 void Qp::complete_sq(const ri_wr_t &wr, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
                      bool force) {
-    uint32_t flags = static_cast<uint32_t>(wr.wr_common.flags);
+    uint32_t flags = raw(wr.wr_common.flags);
     ++sq_head;
     bool signaled = flags & RI_WR_SIGNALED_FLAG;
     if (status == RI_WC_STATUS_SUCCESS && !signaled && !force) return;
@@ -331,7 +331,7 @@ void Qp::put_refs(MemRef *refs, uint32_t n) {
 void Qp::execute_sq_wr(const ri_wr_t &wr) {
     ri_wr_type_t t = wr.wr_common.type;
     ri_wc_type_t wct = wc_type_of(t);
-    uint32_t flags = static_cast<uint32_t>(wr.wr_common.flags);
+    uint32_t flags = raw(wr.wr_common.flags);
     switch (t) {
         case RI_WR_TYPE_BIND:
         case RI_WR_TYPE_FAST_REGISTER:
@@ -486,13 +486,12 @@ ri_wc_status_t Qp::local_bind(const ri_wr_bind_t &b) {
     if (!mr->valid() || mr->stag() != b.ltag || mr->pd != pd ||
         !(mr->access & RI_MEM_FLAGS_BINDING))
         return RI_WC_STATUS_INVALID_BIND_MR_ERROR;
-    bool zbva = b.mem_attr & RI_MEM_FLAGS_ZBVA;
+    bool zbva = raw(b.mem_attr) & RI_MEM_FLAGS_ZBVA;
     if (b.length && (b.vaddr < mr->to_base || b.vaddr + b.length < b.vaddr ||
                      b.vaddr + b.length > mr->to_base + mr->length))
         return RI_WC_STATUS_INVALID_BIND_MR_ERROR;
     // A window grants only remote rights, and only those the region has (L8338-8382).
-    uint32_t want =
-        static_cast<uint32_t>(b.mem_attr) & (RI_MEM_FLAGS_REMOTE | RI_MEM_FLAGS_ATOMICS);
+    uint32_t want = raw(b.mem_attr) & (RI_MEM_FLAGS_REMOTE | RI_MEM_FLAGS_ATOMICS);
     if ((want & RI_MEM_FLAGS_REMOTE_WRITE) && !(mr->access & RI_MEM_FLAGS_LOCAL_WRITE))
         return RI_WC_STATUS_INVALID_BIND_MR_ERROR;
     // Type 2 windows must be free (invalid) to bind; type 1 may be re-bound.
@@ -529,7 +528,7 @@ ri_wc_status_t Qp::local_fmr(const ri_wr_fmr_t &w) {
     if (e->valid()) return RI_WC_STATUS_STAG_NOT_IN_INVALID_STATE_ERROR;
     if (e->pd != pd) return RI_WC_STATUS_INVALID_PD_ERROR;
     const ri_mr_reg_phys_attr_t &a = w.attr;
-    uint32_t access = static_cast<uint32_t>(a.common.mem_attr) | RI_MEM_FLAGS_LOCAL_READ;
+    uint32_t access = raw(a.common.mem_attr) | RI_MEM_FLAGS_LOCAL_READ;
     if ((access & (RI_MEM_FLAGS_REMOTE | RI_MEM_FLAGS_ATOMICS | RI_MEM_FLAGS_LOCAL_WRITE)) &
         ~e->access)
         return RI_WC_STATUS_INVALID_FMR_PERMS_ERROR;
@@ -610,19 +609,19 @@ ri_api_return_t Qp::post_rq(const ri_wr_recv_t *wrs, uint32_t &num) {
     if (srq) return RI_RET_QP_TIED_TO_SRQ;
     for (uint32_t i = 0; i < n; ++i) {
         const ri_wr_recv_t &w = wrs[i];
-        if (static_cast<uint32_t>(w.flags) & ~kRecvFlagsKnown) return RI_RET_WR_INVALID_FLAGS;
+        if (raw(w.flags) & ~kRecvFlagsKnown) return RI_RET_WR_INVALID_FLAGS;
         if (w.num_sgls > rq_max_sges) return RI_RET_RNIC_SG_LIMIT_EXCEEDED;
         if (w.num_sgls && !w.sg_list) return RI_RET_WR_SG_INVALID_FORMAT;
         ri_qp_state_t st = state.load(std::memory_order_acquire);
         if (st != RI_QP_STATE_IDLE && st != RI_QP_STATE_READY_TO_SEND) {
             // Error (and transient) states: accepted and completed as flushed (L4659-4665).
-            RecvWqe wqe{w.id, static_cast<uint32_t>(w.flags), w.num_sgls};
+            RecvWqe wqe{w.id, raw(w.flags), w.num_sgls};
             complete_recv(wqe, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_WR_FLUSHED_ERROR, 0, 0, 0, 0);
             ++num;
             continue;
         }
         bool ok = rq.push([&](RecvWqe &h, std::span<ri_data_seg_t> sg) {
-            h = {w.id, static_cast<uint32_t>(w.flags), w.num_sgls};
+            h = {w.id, raw(w.flags), w.num_sgls};
             std::copy_n(w.sg_list, w.num_sgls, sg.begin());
         });
         if (!ok) return RI_RET_QP_CAPACITY_EXCEEDED;
@@ -1028,13 +1027,15 @@ void Qp::reset_queues() {
 }
 
 ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
-    uint32_t mask = static_cast<uint32_t>(mask_in);
+    uint32_t mask = raw(mask_in);
     constexpr uint32_t kIwarpMask = (1u << 10) - 1;
     if (mask & ~kIwarpMask) return RI_RET_INVALID_PARAMETER;  // IB-only bits on iWARP
     ri_qp_state_t cur = state.load(std::memory_order_acquire);
     ri_qp_state_t next = cur;
     if (mask & RI_QP_ATTR_NEXT_STATE) {
-        next = a.state;
+        uint32_t want = raw(a.state);
+        if (want > RI_QP_STATE_TIMEWAIT) return RI_RET_QP_INVALID_STATE;
+        next = static_cast<ri_qp_state_t>(want);
         bool legal = false;
         switch (cur) {
             case RI_QP_STATE_IDLE:

@@ -11,6 +11,7 @@
 #include <new>
 #include <string>
 
+#include "engine/abi.hpp"
 #include "engine/device.hpp"
 #include "engine/qp.hpp"
 #include "rnicpi/provider.hpp"
@@ -167,14 +168,15 @@ struct Ops {
             Device *d = device_from_vp(vp);
             if (!d) return RI_RET_VP_INVALID_HANDLE;
             if (static_cast<VpHandle *>(vp)->view == View::User) return RI_RET_NO_PERMISSION;
-            if (mode != RI_PHYS_PAGE_LIST_MODE && mode != RI_PHYS_BLOCK_LIST_MODE)
+            uint32_t m = raw(mode);
+            if (m != RI_PHYS_PAGE_LIST_MODE && m != RI_PHYS_BLOCK_LIST_MODE)
                 return RI_RET_INVALID_PARAMETER;
             std::lock_guard lk(d->mu);
             if (!d->attached) return RI_RET_VP_INVALID_HANDLE;
             // Page mode is mandatory; block mode is not offered (L1826).
-            if (mode != RI_PHYS_PAGE_LIST_MODE) return RI_RET_INVALID_PBL_MODE;
+            if (m != RI_PHYS_PAGE_LIST_MODE) return RI_RET_INVALID_PBL_MODE;
             if (d->open) return RI_RET_RNIC_INUSE;
-            d->pbl_mode = mode;
+            d->pbl_mode = RI_PHYS_PAGE_LIST_MODE;
             d->open_os_data = os;
             d->open = true;
             d->start_events();
@@ -215,18 +217,19 @@ struct Ops {
             Device *d = device_from_vp(vp);
             if (!d) return RI_RET_VP_INVALID_HANDLE;
             if (!out) return RI_RET_INVALID_PARAMETER;
-            if (loc != RI_CONSUMER_LOCATION_KERNEL && loc != RI_CONSUMER_LOCATION_USER)
+            uint32_t where = raw(loc);
+            if (where != RI_CONSUMER_LOCATION_KERNEL && where != RI_CONSUMER_LOCATION_USER)
                 return RI_RET_INVALID_PARAMETER;
             std::lock_guard lk(d->mu);
             if (!d->open) return RI_RET_RNIC_NOT_OPEN;
             View v = static_cast<VpHandle *>(vp)->view;
-            if (loc == RI_CONSUMER_LOCATION_USER) v = View::User;
+            if (where == RI_CONSUMER_LOCATION_USER) v = View::User;
             auto *r = new RnicHandle();
             r->ops = d->view(v)->ops;
             r->magic = RnicHandle::kMagic;
             r->dev = d;
             r->view = v;
-            r->location = loc;
+            r->location = static_cast<ri_consumer_domain_t>(where);
             r->os_data = os;
             d->rnics.insert(r);
             register_rnic(r);
@@ -259,7 +262,7 @@ struct Ops {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
-            return fill_rnic_attr(*r->dev, static_cast<uint32_t>(flags), attrs, attr_size);
+            return fill_rnic_attr(*r->dev, raw(flags), attrs, attr_size);
         });
     }
 
@@ -281,7 +284,7 @@ struct Ops {
             if (!r->privileged()) return RI_RET_NO_PERMISSION;
             if (!oplen) return RI_RET_INVALID_PARAMETER;
             std::string text;
-            switch (op) {
+            switch (raw(op)) {
                 case RI_DIAG_RNIC_DETAILS:
                     text = diag_rnic(*r->dev, false);
                     break;
@@ -403,7 +406,7 @@ struct Ops {
             Serial s(r);
             Cq *c = owned(r->dev->cqs, cq, r);
             if (!c) return RI_RET_CQ_INVALID_HANDLE;
-            if (!attr || mask != RI_CQ_MODIFY_MASK_NUM_CQE) return RI_RET_INVALID_PARAMETER;
+            if (!attr || raw(mask) != RI_CQ_MODIFY_MASK_NUM_CQE) return RI_RET_INVALID_PARAMETER;
             if (attr->num_cqe == 0) return RI_RET_INVALID_PARAMETER;
             if (attr->num_cqe > Limits::kMaxCqes) return RI_RET_CQ_CAPACITY_EXCEEDED;
             if (c->overflowed.load(std::memory_order_acquire)) return RI_RET_CQ_ERROR;
@@ -478,11 +481,12 @@ struct Ops {
         if (!r) return RI_RET_RNIC_INVALID_HANDLE;
         Cq *c = owned(r->dev->cqs, cq, r);
         if (!c) return RI_RET_CQ_INVALID_HANDLE;
-        if (type != RI_CMPLT_NOTIFY_SOLICITED && type != RI_CMPLT_NOTIFY_ANY)
+        uint32_t kind = raw(type);
+        if (kind != RI_CMPLT_NOTIFY_SOLICITED && kind != RI_CMPLT_NOTIFY_ANY)
             return RI_RET_INVALID_PARAMETER;
         if (c->handler_id == 0) return RI_RET_CQ_NO_EVENT_HANDLER;
         // One-shot; a later arm may widen SOLICITED to ANY, never narrow it (L3244).
-        uint8_t want = type == RI_CMPLT_NOTIFY_ANY ? 2 : 1;
+        uint8_t want = kind == RI_CMPLT_NOTIFY_ANY ? 2 : 1;
         uint8_t cur = c->armed.load(std::memory_order_acquire);
         while (cur < want &&
                !c->armed.compare_exchange_weak(cur, want, std::memory_order_acq_rel)) {
@@ -683,8 +687,8 @@ struct Ops {
                                         ri_wr_flags_t flags, ri_wr_id_t id, ri_data_seg_t *sg,
                                         ri_rtag_t rtag, uint_t num, uint32_t imm,
                                         ri_err_data_t *err) {
-        if (type != RI_WR_TYPE_SEND && type != RI_WR_TYPE_SEND_INVALIDATE &&
-            type != RI_WR_TYPE_SEND_IMMEDIATE)
+        if (raw(type) != RI_WR_TYPE_SEND && raw(type) != RI_WR_TYPE_SEND_INVALIDATE &&
+            raw(type) != RI_WR_TYPE_SEND_IMMEDIATE)
             return RI_RET_WR_INVALID_TYPE;
         ri_wr_t wr{};
         wr.wr_send = {type, flags, id, sg, rtag, num, imm};
@@ -695,7 +699,7 @@ struct Ops {
                                               ri_wr_type_t type, ri_wr_flags_t flags, ri_wr_id_t id,
                                               ri_data_seg_t *sg, uint64_t addr, ri_rtag_t rtag,
                                               uint_t num, uint32_t imm, ri_err_data_t *err) {
-        if (type != RI_WR_TYPE_RDMA_WRITE && type != RI_WR_TYPE_RDMA_WRITE_IMMEDIATE)
+        if (raw(type) != RI_WR_TYPE_RDMA_WRITE && raw(type) != RI_WR_TYPE_RDMA_WRITE_IMMEDIATE)
             return RI_RET_WR_INVALID_TYPE;
         ri_wr_t wr{};
         wr.wr_rdma_write = {type, flags, id, sg, addr, rtag, num, imm};
@@ -706,7 +710,7 @@ struct Ops {
                                              ri_wr_type_t type, ri_wr_flags_t flags, ri_wr_id_t id,
                                              ri_data_seg_t *sg, uint64_t addr, uint_t num,
                                              ri_rtag_t rtag, ri_err_data_t *err) {
-        if (type != RI_WR_TYPE_RDMA_READ && type != RI_WR_TYPE_RDMA_READ_LOCAL_INVALIDATE)
+        if (raw(type) != RI_WR_TYPE_RDMA_READ && raw(type) != RI_WR_TYPE_RDMA_READ_LOCAL_INVALIDATE)
             return RI_RET_WR_INVALID_TYPE;
         ri_wr_t wr{};
         wr.wr_rdma_read = {type, flags, id, sg, addr, num, rtag};
@@ -718,7 +722,7 @@ struct Ops {
                                         ri_rtag_t rtag, ri_mr_handle_t mr, ri_ltag_t ltag,
                                         ri_addr_t vaddr, ri_length_t len, ri_mem_attr_t attr,
                                         ri_err_data_t *err) {
-        if (type != RI_WR_TYPE_BIND) return RI_RET_WR_INVALID_TYPE;
+        if (raw(type) != RI_WR_TYPE_BIND) return RI_RET_WR_INVALID_TYPE;
         ri_wr_t wr{};
         wr.wr_bind = {type, flags, id, mw, rtag, mr, ltag, vaddr, len, attr};
         return post_one(h, qp, wr, err);
@@ -728,7 +732,7 @@ struct Ops {
                                        ri_wr_flags_t flags, ri_wr_id_t id,
                                        ri_mr_reg_phys_attr_t *attr, ri_ltag_t ltag, ri_rtag_t rtag,
                                        ri_mr_handle_t mr, ri_err_data_t *err) {
-        if (type != RI_WR_TYPE_FAST_REGISTER) return RI_RET_WR_INVALID_TYPE;
+        if (raw(type) != RI_WR_TYPE_FAST_REGISTER) return RI_RET_WR_INVALID_TYPE;
         if (!attr) return RI_RET_INVALID_PARAMETER;
         RnicHandle *r = fast_rnic(h);
         if (r && !r->privileged()) return RI_RET_NO_PERMISSION;
@@ -747,7 +751,8 @@ struct Ops {
                                                     ri_wr_type_t type, ri_wr_flags_t flags,
                                                     ri_wr_id_t id, ri_ltag_t ltag, ri_rtag_t rtag,
                                                     ri_mr_handle_t mrw, ri_err_data_t *err) {
-        if (type != RI_WR_TYPE_LOCAL_INVALIDATE_MR && type != RI_WR_TYPE_LOCAL_INVALIDATE_MW)
+        if (raw(type) != RI_WR_TYPE_LOCAL_INVALIDATE_MR &&
+            raw(type) != RI_WR_TYPE_LOCAL_INVALIDATE_MW)
             return RI_RET_WR_INVALID_TYPE;
         ri_wr_t wr{};
         wr.wr_li.type = type;
@@ -755,7 +760,7 @@ struct Ops {
         wr.wr_li.id = id;
         wr.wr_li.ltag = ltag;
         wr.wr_li.rtag = rtag;
-        if (type == RI_WR_TYPE_LOCAL_INVALIDATE_MR)
+        if (raw(type) == RI_WR_TYPE_LOCAL_INVALIDATE_MR)
             wr.wr_li.mrw_handle.mr_handle = mrw;
         else
             wr.wr_li.mrw_handle.mw_handle = mrw;
@@ -766,7 +771,7 @@ struct Ops {
                                           ri_wr_flags_t flags, ri_wr_id_t id, ri_rtag_t rtag,
                                           uint64_t op1, uint64_t op2, ri_data_seg_t *result,
                                           ri_err_data_t *err) {
-        if (type != RI_WR_TYPE_COMPARE_AND_SWAP && type != RI_WR_TYPE_FETCH_AND_ADD)
+        if (raw(type) != RI_WR_TYPE_COMPARE_AND_SWAP && raw(type) != RI_WR_TYPE_FETCH_AND_ADD)
             return RI_RET_WR_INVALID_TYPE;
         if (!result) return RI_RET_WR_SG_INVALID_FORMAT;
         ri_wr_t wr{};
@@ -877,7 +882,7 @@ struct Ops {
             Serial ser(r);
             Srq *s = owned(r->dev->srqs, srq, r);
             if (!s) return RI_RET_SRQ_INVALID_HANDLE;
-            uint32_t m = static_cast<uint32_t>(mask);
+            uint32_t m = raw(mask);
             if (!a || (m & ~uint32_t(RI_SRQ_ATTR_MAX_WRS | RI_SRQ_ATTR_LOWAT)) || !m)
                 return RI_RET_INVALID_PARAMETER;
             std::lock_guard lk(s->post_mu);
@@ -944,12 +949,12 @@ struct Ops {
                                         RI_WR_CONSUMER_FLAG0 | RI_WR_CONSUMER_FLAG1;
         for (uint32_t i = 0; i < n; ++i) {
             const ri_wr_recv_t &w = wr[i];
-            if (static_cast<uint32_t>(w.flags) & ~kRecvFlags) return RI_RET_WR_INVALID_FLAGS;
+            if (raw(w.flags) & ~kRecvFlags) return RI_RET_WR_INVALID_FLAGS;
             if (w.num_sgls > s->max_sgl) return RI_RET_RNIC_SG_LIMIT_EXCEEDED;
             if (w.num_sgls && !w.sg_list) return RI_RET_WR_SG_INVALID_FORMAT;
             GateGuard g(s->resize_gate);
             bool ok = s->ring.push([&](RecvWqe &hd, std::span<ri_data_seg_t> sg) {
-                hd = {w.id, static_cast<uint32_t>(w.flags), w.num_sgls};
+                hd = {w.id, raw(w.flags), w.num_sgls};
                 std::copy_n(w.sg_list, w.num_sgls, sg.begin());
             });
             if (!ok) return RI_RET_QP_CAPACITY_EXCEEDED;
@@ -1008,7 +1013,7 @@ struct Ops {
             if (!a || !mr || !ltag) return RI_RET_INVALID_PARAMETER;
             Pd *p = owned(r->dev->pds, a->pd, r);
             if (!p) return RI_RET_PD_INVALID_HANDLE;
-            uint32_t attr = static_cast<uint32_t>(a->mem_attr);
+            uint32_t attr = raw(a->mem_attr);
             if (ri_api_return_t c = check_access(attr); c != RI_RET_SUCCESS) return c;
             if (a->length == 0) return RI_RET_MEM_INVALID_LENGTH;
             if (a->va == 0) return RI_RET_MEM_INVALID_ADDRESS;
@@ -1099,7 +1104,7 @@ struct Ops {
             if (!new_pd) return dropped(RI_RET_PD_INVALID_HANDLE);
         }
         if (mask & RI_MR_REREG_ACCESS) {
-            attr = static_cast<uint32_t>(a->mem_attr);
+            attr = raw(a->mem_attr);
             if (ri_api_return_t c = check_access(attr); c != RI_RET_SUCCESS) return dropped(c);
         }
         if (mask & RI_MR_REREG_TRANSLATE) {
@@ -1149,8 +1154,8 @@ struct Ops {
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
             MemEntry *e = owned_mem(*r->dev, in, false, r);
             if (!e || e->kind != MemKind::Region) return RI_RET_MR_INVALID_HANDLE;
-            if (!out || !ltag || (mask && !a)) return RI_RET_INVALID_PARAMETER;
-            return rereg_common(r, e, static_cast<uint32_t>(mask), a, nullptr, out, ltag, rtag);
+            if (!out || !ltag || (raw(mask) && !a)) return RI_RET_INVALID_PARAMETER;
+            return rereg_common(r, e, raw(mask), a, nullptr, out, ltag, rtag);
         });
     }
 
@@ -1183,7 +1188,7 @@ struct Ops {
             if (!a || !mr || !ltag) return RI_RET_INVALID_PARAMETER;
             Pd *p = owned(r->dev->pds, a->common.pd, r);
             if (!p) return RI_RET_PD_INVALID_HANDLE;
-            uint32_t attr = static_cast<uint32_t>(a->common.mem_attr);
+            uint32_t attr = raw(a->common.mem_attr);
             if (ri_api_return_t c = check_access(attr); c != RI_RET_SUCCESS) return c;
             uint64_t start = 0, total = 0;
             if (ri_api_return_t c = phys_range(*r->dev, *a, start, total); c != RI_RET_SUCCESS)
@@ -1220,9 +1225,8 @@ struct Ops {
             MemEntry *e = owned_mem(*r->dev, in, false, r);
             if (!e || e->kind != MemKind::Region) return RI_RET_MR_INVALID_HANDLE;
             if (e->pages && e->pages.use_count() > 1) return RI_RET_MR_INVALID_HANDLE;  // L5656
-            if (!out || !ltag || (mask && !a)) return RI_RET_INVALID_PARAMETER;
-            return rereg_common(r, e, static_cast<uint32_t>(mask), a ? &a->common : nullptr, a, out,
-                                ltag, rtag);
+            if (!out || !ltag || (raw(mask) && !a)) return RI_RET_INVALID_PARAMETER;
+            return rereg_common(r, e, raw(mask), a ? &a->common : nullptr, a, out, ltag, rtag);
         });
     }
 
@@ -1238,7 +1242,7 @@ struct Ops {
             if (!a || !out || !ltag) return RI_RET_INVALID_PARAMETER;
             Pd *p = owned(r->dev->pds, a->pd, r);
             if (!p) return RI_RET_PD_INVALID_HANDLE;
-            uint32_t attr = static_cast<uint32_t>(a->mem_attr);
+            uint32_t attr = raw(a->mem_attr);
             if (ri_api_return_t c = check_access(attr); c != RI_RET_SUCCESS) return c;
             uint64_t va = a->va;
             if (!(attr & RI_MEM_FLAGS_ZBVA) && va == 0) va = src->to_base;
@@ -1271,9 +1275,10 @@ struct Ops {
             if (!mw) return RI_RET_INVALID_PARAMETER;
             Pd *p = owned(r->dev->pds, pd, r);
             if (!p) return RI_RET_PD_INVALID_HANDLE;
-            if (type != RI_MW_TYPE_1 && type != RI_MW_TYPE_2) return RI_RET_WINDOW_TYPE_UNSUPPORTED;
+            uint32_t kind = raw(type);
+            if (kind != RI_MW_TYPE_1 && kind != RI_MW_TYPE_2) return RI_RET_WINDOW_TYPE_UNSUPPORTED;
             MemEntry *e =
-                r->dev->stags.allocate(type == RI_MW_TYPE_1 ? MemKind::Window1 : MemKind::Window2);
+                r->dev->stags.allocate(kind == RI_MW_TYPE_1 ? MemKind::Window1 : MemKind::Window2);
             if (!e) return RI_RET_RESOURCE_SHORTAGE;
             e->pd = p;
             e->os_data = os;
