@@ -54,6 +54,7 @@ class SlotQueue {
     template <class Fill>
     bool push(Fill &&fill) {
         uint64_t pos = tail_.load(std::memory_order_relaxed);
+        unsigned spins = 0;
         for (;;) {
             Slot *s = slot(pos & mask_);
             uint64_t seq = s->seq.load(std::memory_order_acquire);
@@ -65,6 +66,14 @@ class SlotQueue {
                     return true;
                 }
             } else if (diff < 0) {
+                // The slot still holds the previous lap's entry. If a consumer has already
+                // claimed it (head is past it), it is being copied out right now: wait for
+                // that instead of reporting a full queue that is not full.
+                if (head_.load(std::memory_order_acquire) > pos - capacity_) {
+                    relax(spins);
+                    pos = tail_.load(std::memory_order_relaxed);
+                    continue;
+                }
                 return false;
             } else {
                 pos = tail_.load(std::memory_order_relaxed);
