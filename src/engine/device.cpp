@@ -104,7 +104,8 @@ bool Cq::push(const Cqe &e) {
 }
 
 uint32_t Cq::poll(ri_wc_t *out, uint32_t max) {
-    GateGuard g(resize_gate);
+    // No resize gate here: a poll and a resize of the same CQ never overlap (the consumer
+    // serialises calls on one CQ, or the provider-serialised view holds the handle's lock).
     uint32_t n = 0;
     constexpr uint64_t kPosMask = (uint64_t{1} << 40) - 1;
     while (n < max && ring.pop([&](const Cqe &c, std::span<const std::byte>) {

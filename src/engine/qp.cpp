@@ -145,7 +145,10 @@ class RxScope {
     ~RxScope() {
         if (!in_) return;
         qp_.rx_gate.leave();
-        if (qp_.error_pending.exchange(false, std::memory_order_acq_rel)) qp_.finish_error();
+        // Load first: the exchange (a locked RMW) is only paid when an error is pending.
+        if (qp_.error_pending.load(std::memory_order_acquire) &&
+            qp_.error_pending.exchange(false, std::memory_order_acq_rel))
+            qp_.finish_error();
     }
     explicit operator bool() const {
         return in_ && qp_.state.load(std::memory_order_acquire) == RI_QP_STATE_READY_TO_SEND;
@@ -754,6 +757,10 @@ void Qp::rx_tagged_release(void *ref) {
 RxStatus Qp::rx_recv_begin(transport::RxRecv &r) {
     RxScope scope(*this);
     if (!scope) return RxStatus::fail(kTermRdmapCatastrophic);
+    return recv_begin(r);
+}
+
+RxStatus Qp::recv_begin(transport::RxRecv &r) {
     RecvWqe w{};
     if (!take_recv(w, rx_sges_)) {
         uint8_t hdr[32];
@@ -773,6 +780,10 @@ RxStatus Qp::rx_recv_begin(transport::RxRecv &r) {
 RxStatus Qp::rx_recv_place(transport::RxRecv &r, uint64_t offset, std::span<const std::byte> data) {
     RxScope scope(*this);
     if (!scope || !r.wqe) return RxStatus::fail(kTermRdmapCatastrophic);
+    return recv_place(r, offset, data);
+}
+
+RxStatus Qp::recv_place(transport::RxRecv &r, uint64_t offset, std::span<const std::byte> data) {
     uint8_t hdr[32];
     uint32_t hl = untagged_header(3, 0, 0, hdr);
     if (offset + data.size() > r.capacity) {
@@ -821,6 +832,30 @@ RxStatus Qp::rx_recv_end(transport::RxRecv &r, OpKind kind, uint64_t total_len, 
                          uint32_t invalidate_stag, uint32_t immediate) {
     RxScope scope(*this);
     if (!scope || !r.wqe) return RxStatus::fail(kTermRdmapCatastrophic);
+    return recv_end(r, kind, total_len, solicited, invalidate_stag, immediate);
+}
+
+RxStatus Qp::rx_send(OpKind kind, std::span<const IoSpan> payload, uint64_t total_len,
+                     bool solicited, uint32_t invalidate_stag, uint32_t immediate) {
+    // The whole message in one arrival: one pass through the rx gate instead of three.
+    RxScope scope(*this);
+    if (!scope) return RxStatus::fail(kTermRdmapCatastrophic);
+    transport::RxRecv r;
+    RxStatus st = recv_begin(r);
+    if (!st.ok) return st;
+    uint64_t off = 0;
+    for (const IoSpan &s : payload) {
+        if (s.len == 0) continue;
+        st = recv_place(r, off, {s.ptr, static_cast<size_t>(s.len)});
+        if (!st.ok) return st;
+        off += s.len;
+    }
+    return recv_end(r, kind, total_len, solicited, invalidate_stag, immediate);
+}
+
+RxStatus Qp::recv_end(transport::RxRecv &r, OpKind kind, uint64_t total_len, bool solicited,
+                      uint32_t invalidate_stag, uint32_t immediate) {
+    if (!r.wqe) return RxStatus::fail(kTermRdmapCatastrophic);
     r.wqe = nullptr;
     uint32_t flags = solicited ? RI_WC_FLAG_SOLICITED_EVENT : 0;
     uint32_t inv = 0;

@@ -81,6 +81,9 @@ class Qp final : public transport::Endpoint {
                                     uint64_t total_len, bool solicited, uint32_t invalidate_stag,
                                     uint32_t immediate) override;
     void rx_recv_abort(transport::RxRecv &r, ri_wc_status_t status) override;
+    transport::RxStatus rx_send(transport::OpKind kind, std::span<const transport::IoSpan> payload,
+                                uint64_t total_len, bool solicited, uint32_t invalidate_stag,
+                                uint32_t immediate) override;
     transport::RxStatus rx_atomic(transport::OpKind kind, uint32_t stag, uint64_t to, uint64_t op1,
                                   uint64_t op2, uint64_t &original) override;
     transport::RxStatus rx_write_immediate(uint64_t length, uint32_t immediate,
@@ -116,6 +119,12 @@ class Qp final : public transport::Endpoint {
     void finish_error();
     void raise(ri_async_event_type_t ev);
     bool take_recv(RecvWqe &w, ri_data_seg_t *sges);
+    // Untagged arrival steps; the caller is inside the rx gate.
+    transport::RxStatus recv_begin(transport::RxRecv &r);
+    transport::RxStatus recv_place(transport::RxRecv &r, uint64_t offset,
+                                   std::span<const std::byte> data);
+    transport::RxStatus recv_end(transport::RxRecv &r, transport::OpKind kind, uint64_t total_len,
+                                 bool solicited, uint32_t invalidate_stag, uint32_t immediate);
     ri_wc_status_t check_recv_sges(const ri_data_seg_t *sg, uint32_t n) const;
     friend class RxScope;
     // Pending receive of an in-progress untagged arrival (one at a time per QP).

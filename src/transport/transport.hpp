@@ -105,6 +105,10 @@ class Endpoint {
     virtual RxStatus rx_recv_place(RxRecv &r, uint64_t offset, std::span<const std::byte> data) = 0;
     virtual RxStatus rx_recv_end(RxRecv &r, OpKind kind, uint64_t total_len, bool solicited,
                                  uint32_t invalidate_stag, uint32_t immediate) = 0;
+    // A whole untagged message whose payload is addressable in this process (loopback, or
+    // a transport that already holds the message): begin, place and end in one call.
+    virtual RxStatus rx_send(OpKind kind, std::span<const IoSpan> payload, uint64_t total_len,
+                             bool solicited, uint32_t invalidate_stag, uint32_t immediate) = 0;
     // Abandons a taken WQE after a failed placement; it completes with an error.
     virtual void rx_recv_abort(RxRecv &r, ri_wc_status_t status) = 0;
     virtual RxStatus rx_atomic(OpKind kind, uint32_t stag, uint64_t to, uint64_t op1, uint64_t op2,

@@ -104,20 +104,9 @@ class LoopbackChannel final : public Channel {
         switch (op.kind) {
             case OpKind::Send:
             case OpKind::SendInvalidate:
-            case OpKind::SendImmediate: {
-                RxRecv r;
-                RxStatus st = p.rx_recv_begin(r);
-                if (!st.ok) return st;
-                uint64_t off = 0;
-                for (const IoSpan &s : op.local) {
-                    if (s.len == 0) continue;
-                    st = p.rx_recv_place(r, off, {s.ptr, static_cast<size_t>(s.len)});
-                    if (!st.ok) return st;
-                    off += s.len;
-                }
-                return p.rx_recv_end(r, op.kind, op.length, op.solicited, op.remote_stag,
-                                     op.immediate);
-            }
+            case OpKind::SendImmediate:
+                return p.rx_send(op.kind, op.local, op.length, op.solicited, op.remote_stag,
+                                 op.immediate);
             case OpKind::RdmaWrite:
             case OpKind::RdmaWriteImmediate: {
                 if (op.length) {
