@@ -249,50 +249,47 @@ ri_api_return_t Qp::post_sq(const ri_wr_t *wrs, uint32_t &num) {
         uint64_t retired = dev->sq_retired[slot].load(std::memory_order_acquire);
         uint64_t retired_pos = (retired >> 40) == (incarnation & 0xFFFFFF) ? retired & kPosMask : 0;
         if (sq_head - retired_pos >= sq_size) return RI_RET_QP_CAPACITY_EXCEEDED;
+        WrInfo info{wr.wr_common.id, raw(wr.wr_common.flags), wr.wr_common.type,
+                    is_send_type(wr.wr_common.type) ? wr.wr_send.rtag : 0, ++sq_head};
         if (st == RI_QP_STATE_READY_TO_SEND)
-            execute_sq_wr(wr);
+            execute_sq_wr(wr, info);
         else
-            flush_sq_wr(wr);
+            complete_sq(info, wc_type_of(info.type), RI_WC_STATUS_WR_FLUSHED_ERROR, 0, true);
         ++num;
     }
     return RI_RET_SUCCESS;
 }
 
-void Qp::complete_sq(const ri_wr_t &wr, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
+void Qp::complete_sq(const WrInfo &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
                      bool force) {
-    uint32_t flags = raw(wr.wr_common.flags);
-    ++sq_head;
+    uint32_t flags = w.flags;
     bool signaled = flags & RI_WR_SIGNALED_FLAG;
     if (status == RI_WC_STATUS_SUCCESS && !signaled && !force) return;
     Cqe e{};
     e.wc.op_type = type;
     e.wc.cq_os_data = scq->os_data;
     e.wc.qp_os_data = os_data;
-    e.wc.id = wr.wr_common.id;
+    e.wc.id = w.id;
     e.wc.op_status = status;
     e.wc.bytes_transferred = static_cast<uint32_t>(bytes);
     uint32_t wc_flags = flags & (RI_WR_CONSUMER_FLAG0 | RI_WR_CONSUMER_FLAG1);
     if (flags & RI_WR_LOCAL_SOLICITED_FLAG) wc_flags |= RI_WC_FLAG_LOCAL_SOLICITED;
     // A send's completion tells whether it carried SE and whether it invalidated (L3514).
-    if (is_send_type(wr.wr_common.type) && (flags & RI_WR_SOLICITED_EVENT_FLAG))
+    if (is_send_type(w.type) && (flags & RI_WR_SOLICITED_EVENT_FLAG))
         wc_flags |= RI_WC_FLAG_SOLICITED_EVENT;
-    if (wr.wr_common.type == RI_WR_TYPE_SEND_INVALIDATE) {
+    if (w.type == RI_WR_TYPE_SEND_INVALIDATE) {
         wc_flags |= RI_WC_FLAG_RTAG_INVALIDATE;
-        e.wc.invalidated_rtag = wr.wr_send.rtag;
+        e.wc.invalidated_rtag = w.send_rtag;
     }
     e.wc.flags = static_cast<ri_wc_flags_t>(wc_flags);
     // Solicited for notification: local-solicited success, or any error (L3236-3241).
     e.solicited = status != RI_WC_STATUS_SUCCESS || (flags & RI_WR_LOCAL_SOLICITED_FLAG);
     e.retire_slot = slot;
-    e.retire_word = ((incarnation & 0xFFFFFF) << 40) | (sq_head & kPosMask);
+    e.retire_word = ((incarnation & 0xFFFFFF) << 40) | (w.pos & kPosMask);
     if (!scq->push(e)) {
         raise(RI_EVENT_QP_CQ_SQ_ERROR);
         enter_error(false);
     }
-}
-
-void Qp::flush_sq_wr(const ri_wr_t &wr) {
-    complete_sq(wr, wc_type_of(wr.wr_common.type), RI_WC_STATUS_WR_FLUSHED_ERROR, 0, true);
 }
 
 ri_wc_status_t Qp::resolve_local(const ri_data_seg_t *sg, uint32_t n, uint32_t need, IoSpan *spans,
@@ -331,7 +328,7 @@ void Qp::put_refs(MemRef *refs, uint32_t n) {
         StagTable::put(refs[i]);
 }
 
-void Qp::execute_sq_wr(const ri_wr_t &wr) {
+void Qp::execute_sq_wr(const ri_wr_t &wr, const WrInfo &info) {
     ri_wr_type_t t = wr.wr_common.type;
     ri_wc_type_t wct = wc_type_of(t);
     uint32_t flags = raw(wr.wr_common.flags);
@@ -343,7 +340,7 @@ void Qp::execute_sq_wr(const ri_wr_t &wr) {
             ri_wc_status_t st = t == RI_WR_TYPE_BIND            ? local_bind(wr.wr_bind)
                                 : t == RI_WR_TYPE_FAST_REGISTER ? local_fmr(wr.wr_fmr)
                                                                 : local_invalidate(wr.wr_li);
-            complete_sq(wr, wct, st, 0, false);
+            complete_sq(info, wct, st, 0, false);
             if (st != RI_WC_STATUS_SUCCESS)
                 fail_local(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, true, kTermRdmapCatastrophic);
             return;
@@ -354,10 +351,12 @@ void Qp::execute_sq_wr(const ri_wr_t &wr) {
 
     transport::OutboundOp op;
     IoSpan spans[Limits::kMaxSge + 1];
-    MemRef refs[Limits::kMaxSge + 1];
+    InFlight f;
+    f.w = info;
+    f.wct = wct;
+    MemRef *refs = f.refs;
     uint32_t nrefs = 0;
     ri_wc_status_t st = RI_WC_STATUS_SUCCESS;
-    uint64_t atomic_original = 0;
     op.solicited = flags & RI_WR_SOLICITED_EVENT_FLAG;
     switch (t) {
         case RI_WR_TYPE_SEND:
@@ -402,7 +401,7 @@ void Qp::execute_sq_wr(const ri_wr_t &wr) {
             op.remote_stag = wr.wr_atomic.rtag;
             op.operand1 = wr.wr_atomic.atomic_operand1;
             op.operand2 = wr.wr_atomic.atomic_operand2;
-            op.atomic_result = &atomic_original;
+
             nrefs = 0;
             if (ord == 0) {
                 st = RI_WC_STATUS_ZERO_ORD_ERROR;
@@ -423,46 +422,79 @@ void Qp::execute_sq_wr(const ri_wr_t &wr) {
             break;
     }
     if (st != RI_WC_STATUS_SUCCESS) {
-        nrefs = 0;
-        complete_sq(wr, wct, st, 0, true);
+        complete_sq(info, wct, st, 0, true);
         fail_local(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, true, kTermRdmapCatastrophic);
         return;
     }
+    f.nrefs = nrefs;
+    f.bytes = op.length;
+    if (t == RI_WR_TYPE_FETCH_AND_ADD || t == RI_WR_TYPE_COMPARE_AND_SWAP)
+        f.atomic_dst = spans[0].ptr;
     op.local = std::span<const IoSpan>(spans, nrefs);
-    transport::OpResult res =
-        chan ? chan->submit(op) : transport::OpResult{OpOutcome::Disconnected, {}};
-    if (res.outcome == OpOutcome::Done &&
-        (t == RI_WR_TYPE_FETCH_AND_ADD || t == RI_WR_TYPE_COMPARE_AND_SWAP))
-        std::memcpy(spans[0].ptr, &atomic_original, 8);
+    if (!chan) {
+        finish_outbound(f, {OpOutcome::Disconnected, {}});
+        return;
+    }
+    if (!async_chan) {
+        op.atomic_result = &f.atomic_value;
+        finish_outbound(f, chan->submit(op));
+        return;
+    }
+    // Asynchronous transport: the record must be in place before submit, since the
+    // transport may complete it from its own thread before submit returns.
+    InFlight *slot_rec = nullptr;
+    {
+        std::lock_guard lk(pending_mu);
+        pending.push_back(f);
+        slot_rec = &pending.back();
+        op.atomic_result = &slot_rec->atomic_value;
+    }
+    transport::OpResult res = chan->submit(op);
+    if (res.outcome == OpOutcome::Pending) return;
+    InFlight done;
+    {
+        std::lock_guard lk(pending_mu);
+        done = pending.back();
+        pending.pop_back();
+    }
+    finish_outbound(done, res);
+}
+
+void Qp::finish_outbound(InFlight &f, transport::OpResult res) {
+    if (cancelling.load(std::memory_order_acquire)) {
+        put_refs(f.refs, f.nrefs);  // destroy: cancelled, no completion (L4033-4043)
+        f.nrefs = 0;
+        return;
+    }
+    ri_wr_type_t t = f.w.type;
+    if (res.outcome == OpOutcome::Done && f.atomic_dst)
+        std::memcpy(f.atomic_dst, &f.atomic_value, 8);
     if (res.outcome == OpOutcome::Done && t == RI_WR_TYPE_RDMA_READ_LOCAL_INVALIDATE) {
-        MemEntry *e = refs[0].entry;
-        put_refs(refs, nrefs);
-        nrefs = 0;
+        MemEntry *e = f.refs[0].entry;
+        put_refs(f.refs, f.nrefs);
+        f.nrefs = 0;
         if (e && e->kind != MemKind::Window1) {
             e->gate.close();
             e->word.fetch_and(~MemEntry::kValid, std::memory_order_acq_rel);
             e->gate.open();
         }
     }
-    put_refs(refs, nrefs);
+    put_refs(f.refs, f.nrefs);
+    f.nrefs = 0;
     switch (res.outcome) {
         case OpOutcome::Done:
-            complete_sq(wr, wct, RI_WC_STATUS_SUCCESS, op.length, false);
+            complete_sq(f.w, f.wct, RI_WC_STATUS_SUCCESS, f.bytes, false);
             break;
         case OpOutcome::Pending:
-            break;  // tx_complete() reports it
-        case OpOutcome::Terminated: {
-            complete_sq(wr, wct, RI_WC_STATUS_REMOTE_TERMINATION_ERROR, 0, true);
-            uint8_t msg[52];
-            uint32_t len = build_terminate(res.term, nullptr, 0, msg);
-            record_terminate(res.term, msg + 4, 0, false);
-            (void)len;
+            break;
+        case OpOutcome::Terminated:
+            complete_sq(f.w, f.wct, RI_WC_STATUS_REMOTE_TERMINATION_ERROR, 0, true);
+            record_terminate(res.term, nullptr, 0, false);
             raise(RI_EVENT_QP_TERMINATE_MESSAGE_RECEIVED);
             enter_error(false);
             break;
-        }
         case OpOutcome::Disconnected:
-            complete_sq(wr, wct, RI_WC_STATUS_WR_FLUSHED_ERROR, 0, true);
+            complete_sq(f.w, f.wct, RI_WC_STATUS_WR_FLUSHED_ERROR, 0, true);
             if (state.load(std::memory_order_acquire) == RI_QP_STATE_READY_TO_SEND) {
                 raise(RI_EVENT_QP_LLQ_CONNECTION_LOST);
                 enter_error(false);
@@ -471,9 +503,30 @@ void Qp::execute_sq_wr(const ri_wr_t &wr) {
     }
 }
 
-void Qp::tx_complete(transport::OpResult) {
-    // Asynchronous transports report completions here; the loopback transport completes
-    // every operation inside submit().
+void Qp::tx_complete(transport::OpResult result) {
+    // Completions of an asynchronous transport arrive in posting order (the SQ is ordered).
+    InFlight f;
+    {
+        std::lock_guard lk(pending_mu);
+        if (pending.empty()) return;
+        f = pending.front();
+        pending.pop_front();
+    }
+    finish_outbound(f, result);
+}
+
+void Qp::drop_pending(bool complete) {
+    // Only after the transport is detached (or reported everything): nothing can still be
+    // writing into the sink buffers these records pin.
+    std::deque<InFlight> left;
+    {
+        std::lock_guard lk(pending_mu);
+        left.swap(pending);
+    }
+    for (InFlight &f : left) {
+        put_refs(f.refs, f.nrefs);
+        if (complete) complete_sq(f.w, f.wct, RI_WC_STATUS_WR_FLUSHED_ERROR, 0, true);
+    }
 }
 
 // ------------------------------------------------------------------ local memory operations
@@ -1164,6 +1217,7 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
         switch (next) {
             case RI_QP_STATE_READY_TO_SEND:
                 chan = std::move(new_chan);
+                async_chan = chan->asynchronous();
                 llp = iw.llp_stream_handle;
                 llp_set = true;
                 state.store(RI_QP_STATE_READY_TO_SEND, std::memory_order_release);
@@ -1208,8 +1262,10 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
                 // there is nothing left to wait for (L3971, L3981-3994).
                 rx_gate.close();
                 if (chan) chan->detach();
+                drop_pending(true);
                 flush_rq();
                 chan.reset();
+                async_chan = false;
                 llp_set = false;
                 llp = 0;
                 {
@@ -1271,6 +1327,7 @@ void Qp::query(ri_qp_attr_t &a) {
 }
 
 void Qp::destroy() {
+    cancelling.store(true, std::memory_order_release);
     state.store(RI_QP_STATE_ERROR, std::memory_order_seq_cst);
     rx_gate.shut();
     if (chan) {
@@ -1278,6 +1335,7 @@ void Qp::destroy() {
         chan->detach();
         chan.reset();
     }
+    drop_pending(false);  // cancelled without completions (L4033-4043)
     // Narrow windows bound through this QP are invalidated (type 2B-like; documented).
     dev->stags.for_each_live([&](MemEntry &e) {
         if (e.kind == MemKind::Window2 && e.bound_qp.load(std::memory_order_acquire) == this) {

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 
@@ -14,6 +15,25 @@ namespace softrnic::engine {
 
 class Qp final : public transport::Endpoint {
   public:
+    // What a send-queue completion needs of its WR, kept while the WR is outstanding.
+    struct WrInfo {
+        ri_wr_id_t id = 0;
+        uint32_t flags = 0;
+        ri_wr_type_t type = RI_WR_TYPE_SEND;
+        uint32_t send_rtag = 0;
+        uint64_t pos = 0;  // send-queue position after this WR
+    };
+    // An outbound operation handed to the transport, with the local memory it pins.
+    struct InFlight {
+        WrInfo w;
+        ri_wc_type_t wct = RI_WC_TYPE_SEND;
+        uint64_t bytes = 0;
+        uint32_t nrefs = 0;
+        MemRef refs[Limits::kMaxSge + 1];
+        std::byte *atomic_dst = nullptr;
+        uint64_t atomic_value = 0;
+    };
+
     Device *dev = nullptr;
     RnicHandle *owner = nullptr;
     void *handle = nullptr;
@@ -45,6 +65,10 @@ class Qp final : public transport::Endpoint {
     bool term_local = false;
 
     std::unique_ptr<transport::Channel> chan;
+    bool async_chan = false;              // the transport completes operations later (tx_complete)
+    std::atomic<bool> cancelling{false};  // being destroyed: outstanding WRs just vanish
+    std::mutex pending_mu;                // used only with asynchronous transports
+    std::deque<InFlight> pending;
     ri_llp_stream_handle_t llp = 0;
     bool llp_set = false;
 
@@ -93,12 +117,12 @@ class Qp final : public transport::Endpoint {
     void tx_complete(transport::OpResult result) override;
 
   private:
-    struct SqSlotInfo;
     ri_api_return_t validate_sq_wr(const ri_wr_t &wr) const;
-    void execute_sq_wr(const ri_wr_t &wr);
-    void complete_sq(const ri_wr_t &wr, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
+    void execute_sq_wr(const ri_wr_t &wr, const WrInfo &info);
+    void finish_outbound(InFlight &f, transport::OpResult res);
+    void complete_sq(const WrInfo &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
                      bool force);
-    void flush_sq_wr(const ri_wr_t &wr);
+    void drop_pending(bool complete);
     void flush_rq();
     void complete_recv(const RecvWqe &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
                        uint32_t wc_flags, uint32_t inv_rtag, uint32_t imm);

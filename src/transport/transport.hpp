@@ -129,6 +129,12 @@ class Endpoint {
 class Channel {
   public:
     virtual ~Channel() = default;
+    // True when submit() may return Pending. Such a transport reports each pending
+    // operation exactly once through Endpoint::tx_complete, in submission order, and when
+    // the stream ends it reports the ones still outstanding as Disconnected before (or
+    // while) detach() returns; it must not touch an operation's local memory after
+    // reporting it.
+    virtual bool asynchronous() const { return false; }
     // Starts delivery of arrivals to `ep`. Called once, when the QP enters RTS.
     virtual void attach(Endpoint *ep) = 0;
     // Stops delivery and waits until no call into the endpoint is in progress.
