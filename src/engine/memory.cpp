@@ -1,11 +1,44 @@
 #include "engine/memory.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "engine/handle_table.hpp"
 
 namespace softrnic::engine {
+
+// Checks that [va, va+len) is mapped (and writable when asked) in this process: the access
+// layer's duty before registration (L1219-1221), done here because we are our own kAL.
+bool range_mapped(uint64_t va, uint64_t len, bool need_write) {
+    if (len == 0 || va + len < va) return false;
+    std::ifstream maps("/proc/self/maps");
+    if (!maps) return true;
+    uint64_t pos = va, end = va + len;
+    std::string line;
+    struct Range {
+        uint64_t lo, hi;
+        bool w;
+    };
+    std::vector<Range> ranges;
+    while (std::getline(maps, line)) {
+        unsigned long long lo = 0, hi = 0;
+        char perms[5] = {};
+        if (std::sscanf(line.c_str(), "%llx-%llx %4s", &lo, &hi, perms) != 3) continue;
+        ranges.push_back({lo, hi, perms[1] == 'w'});
+    }
+    for (const Range &r : ranges) {
+        if (pos >= r.lo && pos < r.hi) {
+            if (need_write && !r.w) return false;
+            pos = r.hi;
+            if (pos >= end) return true;
+        }
+    }
+    return pos >= end;
+}
 
 StagTable::StagTable(uint32_t capacity) {
     // Capacity is a power of two no larger than 2^24 so the slot is the low bits of the index.
@@ -37,7 +70,7 @@ MemEntry *StagTable::allocate(MemKind kind) {
     uint32_t high = high_bits ? static_cast<uint32_t>(rng_state_ & ((1u << high_bits) - 1)) : 0;
     uint32_t index = (high << slot_bits_) | slot;
     MemEntry *e = entries_[slot].get();
-    e->kind = kind;
+    e->kind_.store(kind, std::memory_order_release);
     e->index = index;
     e->word.store(uint64_t{index} << 8, std::memory_order_release);  // invalid, key 0
     uint32_t gen = e->handle_generation.load(std::memory_order_relaxed);
@@ -48,7 +81,7 @@ MemEntry *StagTable::allocate(MemKind kind) {
 void StagTable::release(MemEntry *e) {
     std::lock_guard lk(mu_);
     e->word.store(0, std::memory_order_release);
-    e->kind = MemKind::Free;
+    e->kind_.store(MemKind::Free, std::memory_order_release);
     e->pd = nullptr;
     e->access = 0;
     e->to_base = 0;
@@ -76,7 +109,7 @@ MemEntry *StagTable::from_handle(const void *h, bool window) const {
         return nullptr;
     MemEntry *e = entries_[p.index].get();
     if (e->handle_generation.load(std::memory_order_acquire) != p.generation) return nullptr;
-    MemKind k = e->kind;
+    MemKind k = e->kind();
     bool is_window = k == MemKind::Window1 || k == MemKind::Window2;
     if (k == MemKind::Free || is_window != window) return nullptr;
     return e;
@@ -101,7 +134,7 @@ MemFault StagTable::acquire(uint32_t stag, uint64_t to, uint64_t len, uint32_t n
         return MemFault::InvalidStag;
     }
     MemFault f = MemFault::None;
-    if (e->kind == MemKind::Window2 && e->bound_qp.load(std::memory_order_acquire) != qp)
+    if (e->kind() == MemKind::Window2 && e->bound_qp.load(std::memory_order_acquire) != qp)
         f = MemFault::QpMismatch;
     else if (e->pd != pd)
         f = MemFault::Pd;
@@ -119,6 +152,34 @@ MemFault StagTable::acquire(uint32_t stag, uint64_t to, uint64_t len, uint32_t n
     out.ptr = e->host + (to - e->to_base);
     out.len = len;
     return MemFault::None;
+}
+
+InvalidateFault StagTable::invalidate(MemEntry &e, uint32_t stag, const Pd *pd, const Qp *via) {
+    if (!e.gate.try_enter()) return InvalidateFault::InvalidStag;  // being changed right now
+    InvalidateFault f = InvalidateFault::None;
+    uint64_t w = e.word.load(std::memory_order_acquire);
+    bool window = e.kind() == MemKind::Window1 || e.kind() == MemKind::Window2;
+    if (!(w & MemEntry::kValid) || static_cast<uint32_t>(w) != stag)
+        f = InvalidateFault::InvalidStag;
+    else if (e.pd != pd)
+        f = InvalidateFault::Pd;
+    else if (e.kind() == MemKind::Window1)
+        f = InvalidateFault::NotAllowed;
+    else if (e.kind() == MemKind::Window2 && e.bound_qp.load(std::memory_order_acquire) != via)
+        f = InvalidateFault::NotAllowed;
+    else if (!window && (e.bound_windows.load(std::memory_order_acquire) != 0 ||
+                         (e.pages && e.pages.use_count() > 1)))
+        f = InvalidateFault::NotAllowed;  // L5220
+    else if (!e.word.compare_exchange_strong(w, w & ~MemEntry::kValid, std::memory_order_acq_rel))
+        f = InvalidateFault::InvalidStag;  // someone else invalidated it first
+    else if (window && e.parent) {
+        // Only the invalidation that won the exchange unbinds, so the region's window
+        // count drops exactly once.
+        e.parent->bound_windows.fetch_sub(1, std::memory_order_acq_rel);
+        e.parent = nullptr;
+    }
+    e.gate.leave();
+    return f;
 }
 
 }  // namespace softrnic::engine

@@ -47,10 +47,15 @@ struct RegionPages {
 
 struct MemEntry {
     Gate gate;
+    // Serialises slow-path writers of this entry (bind, fast-register, dereg, rereg,
+    // dealloc); data-path readers never take it.
+    std::mutex change_mu;
     // stag (index << 8 | key) and a valid bit; 0 while free.
     std::atomic<uint64_t> word{0};
     std::atomic<uint32_t> handle_generation{0};
-    MemKind kind = MemKind::Free;
+    // Read by handle lookups on the data path while a slow path may free the entry.
+    std::atomic<MemKind> kind_{MemKind::Free};
+    MemKind kind() const { return kind_.load(std::memory_order_acquire); }
     uint32_t index = 0;  // 24-bit STag index
     Pd *pd = nullptr;
     uint32_t access = 0;   // ri_mem_attr_t bits
@@ -59,7 +64,7 @@ struct MemEntry {
     std::byte *host = nullptr;  // host address of the first byte
     bool zbva = false;
     ri_os_data_t os_data = nullptr;
-    void *owner_rnic = nullptr;
+    std::atomic<void *> owner_rnic{nullptr};
     // Regions: pages (shared between reg_shared siblings), windows bound to it.
     std::shared_ptr<RegionPages> pages;
     std::atomic<uint32_t> bound_windows{0};
@@ -74,6 +79,13 @@ struct MemEntry {
     }
     bool valid() const { return word.load(std::memory_order_acquire) & kValid; }
 };
+
+// True when [va, va+len) is mapped in this process, and writable when `need_write`: the
+// access layer's check before pages are registered (L1219-1221); softrnic is its own AL.
+bool range_mapped(uint64_t va, uint64_t len, bool need_write);
+
+// Why an invalidation was refused.
+enum class InvalidateFault : uint8_t { None, InvalidStag, Pd, NotAllowed };
 
 // A resolved, access-checked piece of memory. While a MemRef is held the entry's gate is
 // entered, so the memory cannot be deregistered or invalidated under it.
@@ -104,6 +116,13 @@ class StagTable {
     // On success the entry's gate is entered (release with put()).
     MemFault acquire(uint32_t stag, uint64_t to, uint64_t len, uint32_t need, const Pd *pd,
                      const Qp *qp, MemRef &out) const;
+    // Flips a valid STag to invalid (local or remote invalidation, read with local
+    // invalidate). Regions with windows bound, shared regions and type 1 windows cannot be
+    // invalidated; a type 2 window only through the QP it is bound to (`via`). Does not
+    // wait for operations already using the STag (they may finish; new ones fail), so it
+    // is safe while the caller itself still holds a reference to the same entry.
+    static InvalidateFault invalidate(MemEntry &e, uint32_t stag, const Pd *pd, const Qp *via);
+
     static void put(MemRef &r) {
         if (r.entry) r.entry->gate.leave();
         r.entry = nullptr;
@@ -113,7 +132,7 @@ class StagTable {
     void for_each_live(F &&f) {
         std::lock_guard lk(mu_);
         for (auto &e : entries_)
-            if (e->kind != MemKind::Free) f(*e);
+            if (e->kind() != MemKind::Free) f(*e);
     }
 
   private:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 #include "engine/abi.hpp"
 
@@ -39,6 +40,20 @@ constexpr TerminateCode kTermDdpTaggedNotAssociated{1, 1, 0x02};
 constexpr TerminateCode kTermDdpTaggedWrap{1, 1, 0x03};
 constexpr TerminateCode kTermDdpNoBuffer{1, 2, 0x02};
 constexpr TerminateCode kTermDdpTooLong{1, 2, 0x05};
+
+ri_wc_status_t invalidate_status(InvalidateFault f) {
+    switch (f) {
+        case InvalidateFault::None:
+            return RI_WC_STATUS_SUCCESS;
+        case InvalidateFault::InvalidStag:
+            return RI_WC_STATUS_INVALID_STAG_ERROR;
+        case InvalidateFault::Pd:
+            return RI_WC_STATUS_INVALID_PD_ERROR;
+        case InvalidateFault::NotAllowed:
+            return RI_WC_STATUS_STAG_INVALIDATE_ERROR;
+    }
+    return RI_WC_STATUS_STAG_INVALIDATE_ERROR;
+}
 
 ri_wc_status_t fault_status(MemFault f) {
     switch (f) {
@@ -201,9 +216,10 @@ ri_api_return_t Qp::validate_sq_wr(const ri_wr_t &wr) const {
         case RI_WR_TYPE_BIND: {
             const ri_wr_bind_t &b = wr.wr_bind;
             MemEntry *mw = dev->stags.from_handle(b.mw_handle, true);
-            if (!mw || mw->owner_rnic != owner) return RI_RET_MW_INVALID_HANDLE;
+            if (!mw || mw->owner_rnic.load(std::memory_order_acquire) != owner)
+                return RI_RET_MW_INVALID_HANDLE;
             if (!dev->stags.from_handle(b.mr_handle, false)) return RI_RET_MR_INVALID_HANDLE;
-            if (b.length == 0 && mw->kind == MemKind::Window2) return RI_RET_INVALID_WINDOW_TYPE;
+            if (b.length == 0 && mw->kind() == MemKind::Window2) return RI_RET_INVALID_WINDOW_TYPE;
             if (raw(b.mem_attr) & ~static_cast<uint32_t>(RI_MEM_FLAGS_LOCAL | RI_MEM_FLAGS_REMOTE |
                                                          RI_MEM_FLAGS_ATOMICS | RI_MEM_FLAGS_ZBVA))
                 return RI_RET_MEM_INVALID_ACCESS;
@@ -224,7 +240,7 @@ ri_api_return_t Qp::validate_sq_wr(const ri_wr_t &wr) const {
             MemEntry *mw = dev->stags.from_handle(wr.wr_li.mrw_handle.mw_handle, true);
             if (!mw) return RI_RET_MW_INVALID_HANDLE;
             // Type 1 windows are unbound by a zero-length bind, never invalidated (L4440).
-            if (mw->kind == MemKind::Window1) return RI_RET_INVALID_WINDOW_TYPE;
+            if (mw->kind() == MemKind::Window1) return RI_RET_INVALID_WINDOW_TYPE;
             return RI_RET_SUCCESS;
         }
         case RI_WR_TYPE_COMPARE_AND_SWAP:
@@ -428,6 +444,7 @@ void Qp::execute_sq_wr(const ri_wr_t &wr, const WrInfo &info) {
     }
     f.nrefs = nrefs;
     f.bytes = op.length;
+    if (t == RI_WR_TYPE_RDMA_READ_LOCAL_INVALIDATE) f.li_stag = wr.wr_rdma_read.sg_list[0].tag.ltag;
     if (t == RI_WR_TYPE_FETCH_AND_ADD || t == RI_WR_TYPE_COMPARE_AND_SWAP)
         f.atomic_dst = spans[0].ptr;
     op.local = std::span<const IoSpan>(spans, nrefs);
@@ -469,18 +486,21 @@ void Qp::finish_outbound(InFlight &f, transport::OpResult res) {
     ri_wr_type_t t = f.w.type;
     if (res.outcome == OpOutcome::Done && f.atomic_dst)
         std::memcpy(f.atomic_dst, &f.atomic_value, 8);
+    ri_wc_status_t li_status = RI_WC_STATUS_SUCCESS;
     if (res.outcome == OpOutcome::Done && t == RI_WR_TYPE_RDMA_READ_LOCAL_INVALIDATE) {
+        // The sink STag is invalidated once the data is in, under the same rules as a
+        // local invalidate (no windows bound, not shared).
         MemEntry *e = f.refs[0].entry;
-        put_refs(f.refs, f.nrefs);
-        f.nrefs = 0;
-        if (e && e->kind != MemKind::Window1) {
-            e->gate.close();
-            e->word.fetch_and(~MemEntry::kValid, std::memory_order_acq_rel);
-            e->gate.open();
-        }
+        li_status = e ? invalidate_status(StagTable::invalidate(*e, f.li_stag, pd, this))
+                      : RI_WC_STATUS_INVALID_STAG_ERROR;
     }
     put_refs(f.refs, f.nrefs);
     f.nrefs = 0;
+    if (li_status != RI_WC_STATUS_SUCCESS) {
+        complete_sq(f.w, f.wct, li_status, 0, true);
+        fail_local(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, true, kTermRdmapCatastrophic);
+        return;
+    }
     switch (res.outcome) {
         case OpOutcome::Done:
             complete_sq(f.w, f.wct, RI_WC_STATUS_SUCCESS, f.bytes, false);
@@ -537,7 +557,18 @@ ri_wc_status_t Qp::local_bind(const ri_wr_bind_t &b) {
     MemEntry *mr = dev->stags.from_handle(b.mr_handle, false);
     if (!mw) return RI_WC_STATUS_INVALID_BIND_MW_ERROR;
     if (!mr) return RI_WC_STATUS_INVALID_BIND_MR_ERROR;
+    std::lock_guard change(mw->change_mu);
     if (mw->pd != pd) return RI_WC_STATUS_INVALID_BIND_MW_ERROR;
+    // Type 2 windows must be free (invalid) to bind; type 1 may be re-bound.
+    if (mw->kind() == MemKind::Window2 && mw->valid()) return RI_WC_STATUS_INVALID_BIND_MW_ERROR;
+    // The region is checked and counted from inside its gate, so a concurrent dereg or
+    // rereg (which closes the gate before looking at the count) either sees this window
+    // or makes the bind fail.
+    if (!mr->gate.try_enter()) return RI_WC_STATUS_INVALID_BIND_MR_ERROR;
+    struct Leave {
+        MemEntry *e;
+        ~Leave() { e->gate.leave(); }
+    } leave{mr};
     // The MR: valid, same LTag, same PD, allows binding, window inside it.
     if (!mr->valid() || mr->stag() != b.ltag || mr->pd != pd ||
         !(mr->access & RI_MEM_FLAGS_BINDING))
@@ -546,18 +577,18 @@ ri_wc_status_t Qp::local_bind(const ri_wr_bind_t &b) {
     if (b.length && (b.vaddr < mr->to_base || b.vaddr + b.length < b.vaddr ||
                      b.vaddr + b.length > mr->to_base + mr->length))
         return RI_WC_STATUS_INVALID_BIND_MR_ERROR;
-    // A window grants only remote rights, and only those the region has (L8338-8382).
+    // A window grants only remote rights, and only where the region's pages may be
+    // written: remote write and atomics need the region's local write (L8338-8382).
     uint32_t want = raw(b.mem_attr) & (RI_MEM_FLAGS_REMOTE | RI_MEM_FLAGS_ATOMICS);
-    if ((want & RI_MEM_FLAGS_REMOTE_WRITE) && !(mr->access & RI_MEM_FLAGS_LOCAL_WRITE))
+    if ((want & (RI_MEM_FLAGS_REMOTE_WRITE | RI_MEM_FLAGS_ATOMICS)) &&
+        !(mr->access & RI_MEM_FLAGS_LOCAL_WRITE))
         return RI_WC_STATUS_INVALID_BIND_MR_ERROR;
-    // Type 2 windows must be free (invalid) to bind; type 1 may be re-bound.
-    if (mw->kind == MemKind::Window2 && mw->valid()) return RI_WC_STATUS_INVALID_BIND_MW_ERROR;
     mw->gate.close();
     MemEntry *old_parent = mw->valid() ? mw->parent : nullptr;
     mw->word.store(uint64_t{mw->index} << 8 | (b.rtag & 0xFF), std::memory_order_release);
     if (old_parent) old_parent->bound_windows.fetch_sub(1, std::memory_order_acq_rel);
+    mw->parent = nullptr;
     if (b.length == 0) {  // type 1 zero-length bind: unbind (RDMAC)
-        mw->parent = nullptr;
         mw->gate.open();
         return RI_WC_STATUS_SUCCESS;
     }
@@ -567,7 +598,7 @@ ri_wc_status_t Qp::local_bind(const ri_wr_bind_t &b) {
     mw->zbva = zbva;
     mw->length = b.length;
     mw->access = want;
-    mw->bound_qp.store(mw->kind == MemKind::Window2 ? this : nullptr, std::memory_order_release);
+    mw->bound_qp.store(mw->kind() == MemKind::Window2 ? this : nullptr, std::memory_order_release);
     mr->bound_windows.fetch_add(1, std::memory_order_acq_rel);
     mw->word.store(uint64_t{mw->index} << 8 | (b.rtag & 0xFF) | MemEntry::kValid,
                    std::memory_order_release);
@@ -579,7 +610,8 @@ ri_wc_status_t Qp::local_fmr(const ri_wr_fmr_t &w) {
     if (!enable_stag0_fastreg || !owner->privileged())
         return RI_WC_STATUS_FMR_QP_NOT_PRIVILEGED_ERROR;
     MemEntry *e = dev->stags.from_handle(w.mr_handle, false);
-    if (!e || e->kind != MemKind::FastRegRegion) return RI_WC_STATUS_INVALID_STAG_ERROR;
+    if (!e || e->kind() != MemKind::FastRegRegion) return RI_WC_STATUS_INVALID_STAG_ERROR;
+    std::lock_guard change(e->change_mu);
     if ((w.ltag >> 8) != e->index) return RI_WC_STATUS_INVALID_STAG_ERROR;
     if (e->valid()) return RI_WC_STATUS_STAG_NOT_IN_INVALID_STATE_ERROR;
     if (e->pd != pd) return RI_WC_STATUS_INVALID_PD_ERROR;
@@ -611,11 +643,18 @@ ri_wc_status_t Qp::local_fmr(const ri_wr_fmr_t &w) {
             total += bufs[i].phys_len;
         }
     }
+    if (total == 0 || start + total < start) return RI_WC_STATUS_INVALID_FMR_LENGTH_ERROR;
     if (a.address_offset >= total) return RI_WC_STATUS_INVALID_FMR_FBO_ERROR;
     uint64_t len = a.common.length;
-    if (len == 0 || a.address_offset + len > total) return RI_WC_STATUS_INVALID_FMR_LENGTH_ERROR;
+    // Written so it cannot wrap: offset < total is known.
+    if (len == 0 || len > total - a.address_offset) return RI_WC_STATUS_INVALID_FMR_LENGTH_ERROR;
     bool zbva = access & RI_MEM_FLAGS_ZBVA;
     if (!zbva && a.common.va + len < a.common.va) return RI_WC_STATUS_INVALID_FMR_VA_ERROR;
+    // The "physical" pages are this process's memory: they must exist, and be writable
+    // if anything may write them.
+    bool need_write =
+        access & (RI_MEM_FLAGS_LOCAL_WRITE | RI_MEM_FLAGS_REMOTE_WRITE | RI_MEM_FLAGS_ATOMICS);
+    if (!range_mapped(start, total, need_write)) return RI_WC_STATUS_INVALID_FMR_PBL_ENTRY_ERROR;
     e->gate.close();
     e->host = reinterpret_cast<std::byte *>(static_cast<uintptr_t>(start + a.address_offset));
     e->to_base = zbva ? 0 : a.common.va;
@@ -636,24 +675,7 @@ ri_wc_status_t Qp::local_invalidate(const ri_wr_local_invalidate_t &w) {
         window = true;
     }
     if (!e) return RI_WC_STATUS_INVALID_STAG_ERROR;
-    uint32_t tag = window ? w.rtag : w.ltag;
-    if (e->stag() != tag || !e->valid()) return RI_WC_STATUS_INVALID_STAG_ERROR;
-    if (e->pd != pd) return RI_WC_STATUS_INVALID_PD_ERROR;
-    // Shared regions and regions with windows bound cannot be invalidated (L5220).
-    if (!window && (e->bound_windows.load(std::memory_order_acquire) ||
-                    (e->pages && e->pages.use_count() > 1)))
-        return RI_WC_STATUS_STAG_INVALIDATE_ERROR;
-    if (window && e->kind == MemKind::Window2 &&
-        e->bound_qp.load(std::memory_order_acquire) != this)
-        return RI_WC_STATUS_STAG_INVALIDATE_ERROR;
-    e->gate.close();
-    e->word.fetch_and(~MemEntry::kValid, std::memory_order_acq_rel);
-    if (window && e->parent) {
-        e->parent->bound_windows.fetch_sub(1, std::memory_order_acq_rel);
-        e->parent = nullptr;
-    }
-    e->gate.open();
-    return RI_WC_STATUS_SUCCESS;
+    return invalidate_status(StagTable::invalidate(*e, window ? w.rtag : w.ltag, pd, this));
 }
 
 // -------------------------------------------------------------------------- receive queue
@@ -716,6 +738,7 @@ void Qp::complete_recv(const RecvWqe &w, ri_wc_type_t type, ri_wc_status_t statu
 }
 
 void Qp::flush_rq() {
+    std::lock_guard lk(rq_mu);  // against a receive-queue resize (slow paths only)
     RecvWqe w{};
     while (rq.pop([&](const RecvWqe &h, std::span<const ri_data_seg_t>) { w = h; }))
         complete_recv(w, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_WR_FLUSHED_ERROR, 0, 0, 0, 0);
@@ -913,17 +936,12 @@ RxStatus Qp::recv_end(transport::RxRecv &r, OpKind kind, uint64_t total_len, boo
     uint32_t flags = solicited ? RI_WC_FLAG_SOLICITED_EVENT : 0;
     uint32_t inv = 0;
     if (kind == OpKind::SendInvalidate) {
-        // Remote invalidation: an MR or a window of our PD; narrow windows only through the
-        // QP they are bound to; never a shared region or one with windows bound.
+        // Remote invalidation: a region of our PD with no windows and not shared, or a
+        // type 2 window bound through this QP (RFC 5040 6.10).
         MemEntry *e = dev->stags.by_stag(invalidate_stag);
-        bool ok =
-            e && e->valid() && e->stag() == invalidate_stag && e->pd == pd &&
-            e->kind != MemKind::Window1 &&
-            !(e->kind == MemKind::Window2 && e->bound_qp.load(std::memory_order_acquire) != this) &&
-            !((e->kind == MemKind::Region || e->kind == MemKind::FastRegRegion) &&
-              (e->bound_windows.load(std::memory_order_acquire) ||
-               (e->pages && e->pages.use_count() > 1)));
-        if (!ok) {
+        InvalidateFault f =
+            e ? StagTable::invalidate(*e, invalidate_stag, pd, this) : InvalidateFault::InvalidStag;
+        if (f != InvalidateFault::None) {
             complete_recv(rx_wqe_, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_STAG_INVALIDATE_ERROR, 0,
                           0, 0, 0);
             uint8_t hdr[32];
@@ -931,13 +949,6 @@ RxStatus Qp::recv_end(transport::RxRecv &r, OpKind kind, uint64_t total_len, boo
             return fail_rx(RI_EVENT_QP_PROTECTION_ERROR_STAG_QP_MISMATCH,
                            kTermRdmapCannotInvalidate, hdr, hl);
         }
-        e->gate.close();
-        e->word.fetch_and(~MemEntry::kValid, std::memory_order_acq_rel);
-        if (e->parent) {
-            e->parent->bound_windows.fetch_sub(1, std::memory_order_acq_rel);
-            e->parent = nullptr;
-        }
-        e->gate.open();
         flags |= RI_WC_FLAG_RTAG_INVALIDATE;
         inv = invalidate_stag;
     }
@@ -1109,7 +1120,9 @@ void Qp::finish_error() {
 // ----------------------------------------------------------------------------- slow path
 
 void Qp::reset_queues() {
-    ++incarnation;
+    // A device-wide counter, not a per-QP one: a later QP reusing this slot must never
+    // get an incarnation whose stale completions could retire its send queue.
+    incarnation = dev->incarnation_seed.fetch_add(1, std::memory_order_relaxed);
     sq_head = 0;
     dev->sq_retired[slot].store((incarnation & 0xFFFFFF) << 40, std::memory_order_release);
 }
@@ -1193,14 +1206,28 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
         if (!new_chan) return RI_RET_INVALID_LL_HANDLE;
     }
 
+    // Leaving RTS races with the peer (a Terminate or a close can move the QP at any
+    // moment): claim the transition first, so a lost race changes nothing.
+    bool was_rts = false;
+    if (cur == RI_QP_STATE_READY_TO_SEND && next != cur) {
+        ri_qp_state_t expect = RI_QP_STATE_READY_TO_SEND;
+        ri_qp_state_t claim = next == RI_QP_STATE_ERROR ? RI_QP_STATE_TERMINATE : next;
+        was_rts = state.compare_exchange_strong(expect, claim, std::memory_order_acq_rel);
+        if (!was_rts && next != RI_QP_STATE_ERROR) return RI_RET_QP_INVALID_STATE;
+    }
+
     // Apply.
     if (mask & RI_QP_ATTR_SQ_SIZE) sq_size = std::max<uint32_t>(a.sq_size, 1);
     if (mask & RI_QP_ATTR_RQ_SIZE) {
         uint32_t want = std::max<uint32_t>(a.rq_size, 1);
         if (round_up_pow2(want) != rq.capacity()) {
+            // No arrival (rx gate) and no flush (rq_mu) may touch the ring while it moves.
             SlotQueue<RecvWqe, ri_data_seg_t> bigger(want, std::max<uint32_t>(rq_max_sges, 1));
+            std::lock_guard lk(rq_mu);
+            rx_gate.close();
             rq.move_into(bigger);
             rq.swap(bigger);
+            rx_gate.open();
         }
         rq_size = static_cast<uint32_t>(rq.capacity());
     }
@@ -1226,12 +1253,10 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
             case RI_QP_STATE_CLOSING:
                 if (rq.size() != 0) {
                     // Outstanding work at close: a bad close, then Error (RDMAC Fig. 6).
-                    state.store(RI_QP_STATE_CLOSING, std::memory_order_release);
                     if (chan) chan->close(transport::CloseKind::Graceful);
                     raise(RI_EVENT_TYPE_BAD_CLOSE);
                     enter_error(false);
                 } else {
-                    state.store(RI_QP_STATE_CLOSING, std::memory_order_release);
                     rx_gate.close();
                     if (chan) {
                         chan->close(transport::CloseKind::Graceful);
@@ -1247,14 +1272,12 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
                 uint8_t msg[52];
                 uint32_t len = build_terminate(code, nullptr, 0, msg);
                 record_terminate(code, nullptr, 0, true);
-                state.store(RI_QP_STATE_TERMINATE, std::memory_order_release);
                 if (chan) chan->terminate(code, std::span<const uint8_t>(msg, len));
                 enter_error(false);
                 break;
             }
             case RI_QP_STATE_ERROR:
-                if (chan && cur == RI_QP_STATE_READY_TO_SEND)
-                    chan->close(transport::CloseKind::Abortive);
+                if (chan && was_rts) chan->close(transport::CloseKind::Abortive);
                 enter_error(false);
                 break;
             case RI_QP_STATE_IDLE: {
@@ -1337,16 +1360,23 @@ void Qp::destroy() {
     }
     drop_pending(false);  // cancelled without completions (L4033-4043)
     // Narrow windows bound through this QP are invalidated (type 2B-like; documented).
+    std::vector<MemEntry *> narrow;
     dev->stags.for_each_live([&](MemEntry &e) {
-        if (e.kind == MemKind::Window2 && e.bound_qp.load(std::memory_order_acquire) == this) {
-            e.gate.close();
-            e.word.fetch_and(~MemEntry::kValid, std::memory_order_acq_rel);
-            if (e.parent) e.parent->bound_windows.fetch_sub(1, std::memory_order_acq_rel);
-            e.parent = nullptr;
-            e.bound_qp.store(nullptr, std::memory_order_release);
-            e.gate.open();
-        }
+        if (e.kind() == MemKind::Window2 && e.bound_qp.load(std::memory_order_acquire) == this)
+            narrow.push_back(&e);
     });
+    for (MemEntry *e : narrow) {
+        std::lock_guard change(e->change_mu);
+        if (e->kind() != MemKind::Window2 || e->bound_qp.load(std::memory_order_acquire) != this)
+            continue;
+        e->gate.close();
+        if (e->valid() && e->parent)
+            e->parent->bound_windows.fetch_sub(1, std::memory_order_acq_rel);
+        e->word.fetch_and(~MemEntry::kValid, std::memory_order_acq_rel);
+        e->parent = nullptr;
+        e->bound_qp.store(nullptr, std::memory_order_release);
+        e->gate.open();
+    }
 }
 
 }  // namespace softrnic::engine

@@ -32,6 +32,7 @@ class Qp final : public transport::Endpoint {
         MemRef refs[Limits::kMaxSge + 1];
         std::byte *atomic_dst = nullptr;
         uint64_t atomic_value = 0;
+        uint32_t li_stag = 0;  // read with local invalidate: the sink STag
     };
 
     Device *dev = nullptr;
@@ -78,7 +79,8 @@ class Qp final : public transport::Endpoint {
     uint64_t incarnation = 0;
 
     SlotQueue<RecvWqe, ri_data_seg_t> rq;
-    Gate rx_gate;  // arrivals from the transport; closed to flush or to detach
+    std::mutex rq_mu;  // flush vs. resize of `rq` (never taken on the data path)
+    Gate rx_gate;      // arrivals from the transport; closed to flush or to detach
     std::atomic<bool> error_pending{false};
     std::atomic<bool> terminate_in_transport{false};
 

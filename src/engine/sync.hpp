@@ -54,7 +54,10 @@ class Gate {
             relax(spins);
     }
     bool is_closed() const { return closed_.load(std::memory_order_acquire); }
-    void open() { closed_.store(false, std::memory_order_release); }
+    // Reopens unless shut for good (a destroy's shut() is never undone by an error path).
+    void open() {
+        if (!dead_.load(std::memory_order_acquire)) closed_.store(false, std::memory_order_release);
+    }
     // Closes for good: enter() then fails instead of waiting.
     void shut() {
         dead_.store(true, std::memory_order_release);
@@ -62,7 +65,7 @@ class Gate {
     }
     void revive() {
         dead_.store(false, std::memory_order_release);
-        open();
+        closed_.store(false, std::memory_order_release);
     }
 
   private:

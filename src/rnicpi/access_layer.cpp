@@ -179,7 +179,7 @@ std::string diag_rnic(Device &d, bool dump) {
         d.qps.for_each([&](Qp &q) { o << diag_qp(q); });
         d.stags.for_each_live([&](MemEntry &e) {
             o << "stag 0x" << std::hex << e.stag() << std::dec << " kind "
-              << static_cast<int>(e.kind) << " valid " << e.valid() << " length " << e.length
+              << static_cast<int>(e.kind()) << " valid " << e.valid() << " length " << e.length
               << "\n";
         });
     }

@@ -53,41 +53,18 @@ T *owned(HandleTable<T> &t, void *h, RnicHandle *r) {
 
 MemEntry *owned_mem(Device &d, void *h, bool window, RnicHandle *r) {
     MemEntry *e = d.stags.from_handle(h, window);
-    return (e && e->owner_rnic == r) ? e : nullptr;
-}
-
-// Checks that [va, va+len) is mapped (and writable when asked) in this process: the access
-// layer's duty before registration (L1219-1221), done here because we are our own kAL.
-bool range_mapped(uint64_t va, uint64_t len, bool need_write) {
-    std::ifstream maps("/proc/self/maps");
-    if (!maps) return true;
-    uint64_t pos = va, end = va + len;
-    std::string line;
-    struct Range {
-        uint64_t lo, hi;
-        bool w;
-    };
-    std::vector<Range> ranges;
-    while (std::getline(maps, line)) {
-        unsigned long long lo = 0, hi = 0;
-        char perms[5] = {};
-        if (std::sscanf(line.c_str(), "%llx-%llx %4s", &lo, &hi, perms) != 3) continue;
-        ranges.push_back({lo, hi, perms[1] == 'w'});
-    }
-    for (const Range &r : ranges) {
-        if (pos >= r.lo && pos < r.hi) {
-            if (need_write && !r.w) return false;
-            pos = r.hi;
-            if (pos >= end) return true;
-        }
-    }
-    return pos >= end;
+    return (e && e->owner_rnic.load(std::memory_order_acquire) == r) ? e : nullptr;
 }
 
 constexpr uint32_t kMemAttrKnown = RI_MEM_FLAGS_LOCAL | RI_MEM_FLAGS_REMOTE | RI_MEM_FLAGS_ATOMICS |
                                    RI_MEM_FLAGS_BINDING | RI_MEM_FLAGS_CONSUMER_OWNS_KEY |
                                    RI_MEM_FLAGS_ZBVA | RI_MEM_FLAGS_NONCOHERENT |
                                    RI_MEM_FLAGS_USER_VA | RI_MEM_FLAGS_SHARED_REG_IOVA;
+
+// Rights that let anything write the pages (locally, remotely, or by an atomic).
+bool writes(uint32_t attr) {
+    return attr & (RI_MEM_FLAGS_LOCAL_WRITE | RI_MEM_FLAGS_REMOTE_WRITE | RI_MEM_FLAGS_ATOMICS);
+}
 
 ri_api_return_t check_access(uint32_t attr) {
     if (attr & ~kMemAttrKnown) return RI_RET_MEM_INVALID_ACCESS;
@@ -140,10 +117,12 @@ ri_api_return_t phys_range(const Device &d, const ri_mr_reg_phys_attr_t &a, uint
             total += bufs[i].phys_len;
         }
     }
+    if (start + total < start) return RI_RET_MEM_INVALID_PBLE;
     if (a.address_offset >= total) return RI_RET_MEM_INVALID_OFFSET;
-    if (a.common.length == 0 || a.address_offset + a.common.length > total)
+    // Written so it cannot wrap: offset < total is known.
+    if (a.common.length == 0 || a.common.length > total - a.address_offset)
         return RI_RET_MEM_INVALID_LENGTH;
-    if (!range_mapped(start, total, false)) return RI_RET_MEM_INVALID_PBLE;
+    if (!range_mapped(start, total, writes(raw(a.common.mem_attr)))) return RI_RET_MEM_INVALID_PBLE;
     return RI_RET_SUCCESS;
 }
 
@@ -245,10 +224,13 @@ struct Ops {
             if (!d) return RI_RET_VP_INVALID_HANDLE;
             RnicHandle *r = slow_rnic(h);
             if (!r || r->dev != d) return RI_RET_RNIC_INVALID_HANDLE;
-            std::lock_guard lk(d->mu);
-            if (r->children.load(std::memory_order_acquire) != 0) return RI_RET_RNIC_INUSE;
-            d->rnics.erase(r);
-            unregister_rnic(r);
+            {
+                std::lock_guard lk(d->mu);
+                if (r->children.load(std::memory_order_acquire) != 0) return RI_RET_RNIC_INUSE;
+                d->rnics.erase(r);
+                unregister_rnic(r);
+            }
+            // Outside the lock: a running callback may call back into the library.
             d->events.drain();
             r->magic = 0;
             delete r;
@@ -436,12 +418,17 @@ struct Ops {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
-            Serial s(r);
-            Cq *c = owned(r->dev->cqs, cq, r);
-            if (!c) return RI_RET_CQ_INVALID_HANDLE;
-            if (c->users.load(std::memory_order_acquire)) return RI_RET_CQ_INUSE;
-            auto gone = r->dev->cqs.erase(cq);
-            r->dev->events.drain();  // no handler for this CQ runs after we return (L3070)
+            std::unique_ptr<Cq> gone;
+            {
+                Serial s(r);
+                Cq *c = owned(r->dev->cqs, cq, r);
+                if (!c) return RI_RET_CQ_INVALID_HANDLE;
+                if (c->users.load(std::memory_order_acquire)) return RI_RET_CQ_INUSE;
+                gone = r->dev->cqs.erase(cq);
+            }
+            // No handler for this CQ runs after we return (L3070). Drained without the
+            // handle's lock: the handler may be polling through this very handle.
+            r->dev->events.drain();
             r->children.fetch_sub(1, std::memory_order_acq_rel);
             return RI_RET_SUCCESS;
         });
@@ -631,12 +618,16 @@ struct Ops {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
-            Serial s(r);
-            Qp *q = owned(r->dev->qps, qp, r);
-            if (!q) return RI_RET_QP_INVALID_HANDLE;
-            q->destroy();
-            std::unique_ptr<Qp> gone = r->dev->qps.erase(qp);
+            std::unique_ptr<Qp> gone;
+            {
+                Serial s(r);
+                Qp *q = owned(r->dev->qps, qp, r);
+                if (!q) return RI_RET_QP_INVALID_HANDLE;
+                q->destroy();
+                gone = r->dev->qps.erase(qp);
+            }
             r->dev->events.drain();  // no event for this QP runs after we return (L4043)
+            Qp *q = gone.get();
             q->pd->users.fetch_sub(1, std::memory_order_acq_rel);
             q->scq->users.fetch_sub(1, std::memory_order_acq_rel);
             q->rcq->users.fetch_sub(1, std::memory_order_acq_rel);
@@ -922,12 +913,15 @@ struct Ops {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
-            Serial ser(r);
-            Srq *s = owned(r->dev->srqs, srq, r);
-            if (!s) return RI_RET_SRQ_INVALID_HANDLE;
-            if (s->users.load(std::memory_order_acquire)) return RI_RET_SRQ_INUSE;
-            s->pd->users.fetch_sub(1, std::memory_order_acq_rel);
-            auto gone = r->dev->srqs.erase(srq);  // posted WRs vanish, no flush (L4928)
+            std::unique_ptr<Srq> gone;
+            {
+                Serial ser(r);
+                Srq *s = owned(r->dev->srqs, srq, r);
+                if (!s) return RI_RET_SRQ_INVALID_HANDLE;
+                if (s->users.load(std::memory_order_acquire)) return RI_RET_SRQ_INUSE;
+                s->pd->users.fetch_sub(1, std::memory_order_acq_rel);
+                gone = r->dev->srqs.erase(srq);  // posted WRs vanish, no flush (L4928)
+            }
             r->dev->events.drain();
             r->children.fetch_sub(1, std::memory_order_acq_rel);
             return RI_RET_SUCCESS;
@@ -953,12 +947,17 @@ struct Ops {
             if (w.num_sgls > s->max_sgl) return RI_RET_RNIC_SG_LIMIT_EXCEEDED;
             if (w.num_sgls && !w.sg_list) return RI_RET_WR_SG_INVALID_FORMAT;
             GateGuard g(s->resize_gate);
+            // Counted before it becomes visible, so an arrival that takes it at once never
+            // sees the count go below zero (which would hide the limit event).
+            s->posted.fetch_add(1, std::memory_order_acq_rel);
             bool ok = s->ring.push([&](RecvWqe &hd, std::span<ri_data_seg_t> sg) {
                 hd = {w.id, raw(w.flags), w.num_sgls};
                 std::copy_n(w.sg_list, w.num_sgls, sg.begin());
             });
-            if (!ok) return RI_RET_QP_CAPACITY_EXCEEDED;
-            s->posted.fetch_add(1, std::memory_order_acq_rel);
+            if (!ok) {
+                s->posted.fetch_sub(1, std::memory_order_acq_rel);
+                return RI_RET_QP_CAPACITY_EXCEEDED;
+            }
             ++*num;
         }
         return RI_RET_SUCCESS;
@@ -992,7 +991,7 @@ struct Ops {
             e->access = static_cast<uint32_t>(attr) | RI_MEM_FLAGS_LOCAL_READ;
             e->pbl_capacity = *list_len;
             e->os_data = os;
-            e->owner_rnic = r;
+            e->owner_rnic.store(r, std::memory_order_release);
             // Invalid until fast-registered; the key comes from the input *ltag (L5018).
             e->word.store(uint64_t{e->index} << 8 | (*ltag & 0xFF), std::memory_order_release);
             p->users.fetch_add(1, std::memory_order_acq_rel);
@@ -1018,8 +1017,7 @@ struct Ops {
             if (a->length == 0) return RI_RET_MEM_INVALID_LENGTH;
             if (a->va == 0) return RI_RET_MEM_INVALID_ADDRESS;
             if (a->va + a->length < a->va) return RI_RET_MEM_INVALID_LENGTH;
-            bool wr = attr & (RI_MEM_FLAGS_LOCAL_WRITE | RI_MEM_FLAGS_REMOTE_WRITE);
-            if (!range_mapped(a->va, a->length, wr)) return RI_RET_MEM_INVALID_ADDRESS;
+            if (!range_mapped(a->va, a->length, writes(attr))) return RI_RET_MEM_INVALID_ADDRESS;
             MemEntry *e = r->dev->stags.allocate(MemKind::Region);
             if (!e) return RI_RET_RESOURCE_SHORTAGE;
             auto pages = std::make_shared<RegionPages>();
@@ -1028,7 +1026,7 @@ struct Ops {
             e->pages = pages;
             e->pd = p;
             e->os_data = os;
-            e->owner_rnic = r;
+            e->owner_rnic.store(r, std::memory_order_release);
             publish_region(*e, pages->base, a->va, a->length, attr, next_key(*e, *ltag, attr));
             p->users.fetch_add(1, std::memory_order_acq_rel);
             r->children.fetch_add(1, std::memory_order_acq_rel);
@@ -1069,25 +1067,34 @@ struct Ops {
         });
     }
 
-    static ri_api_return_t rereg_common(RnicHandle *r, MemEntry *e, uint32_t mask,
+    static ri_api_return_t rereg_common(RnicHandle *r, void *handle, uint32_t mask,
                                         const ri_mr_reg_attr_t *a,
                                         const ri_mr_reg_phys_attr_t *phys, ri_mr_handle_t *out_mr,
                                         ri_ltag_t *ltag, ri_rtag_t *rtag) {
         if (mask & ~uint32_t(RI_MR_REREG_TRANSLATE | RI_MR_REREG_PD | RI_MR_REREG_ACCESS))
             return RI_RET_INVALID_PARAMETER;
-        if (e->bound_windows.load(std::memory_order_acquire)) return RI_RET_WINDOWS_BOUND;
+        Device &d = *r->dev;
+        MemEntry *e = owned_mem(d, handle, false, r);
+        if (!e) return RI_RET_MR_INVALID_HANDLE;
+        std::lock_guard change(e->change_mu);
+        // Looked up again under the entry's writer lock: a concurrent dereg may have won.
+        if (owned_mem(d, handle, false, r) != e || e->kind() != MemKind::Region)
+            return RI_RET_MR_INVALID_HANDLE;
+        // The gate stays closed until the new registration is published or dropped, so no
+        // access runs on half-changed fields; binds check the window count from inside it.
+        e->gate.close();
+        if (e->bound_windows.load(std::memory_order_acquire)) {
+            e->gate.open();
+            return RI_RET_WINDOWS_BOUND;
+        }
         // Conceptually a deregistration followed by a registration (L5263): from here on the
         // old STag is invalid, whatever happens to the new one (L5339-5347). The entry is
         // kept, so nothing else can claim its index in between (L5380).
-        e->gate.close();
         e->word.fetch_and(~MemEntry::kValid, std::memory_order_acq_rel);
-        e->gate.open();
-        Device &d = *r->dev;
         // Any later failure frees the region: both old and new registrations are gone
         // (L3787-3788), and the handle is no longer valid.
         auto dropped = [&](ri_api_return_t c) {
             Pd *old_pd = e->pd;
-            e->gate.close();
             d.stags.release(e);
             e->gate.open();
             old_pd->users.fetch_sub(1, std::memory_order_acq_rel);
@@ -1120,8 +1127,8 @@ struct Ops {
                 if (a->length == 0 || a->va + a->length < a->va)
                     return dropped(RI_RET_MEM_INVALID_LENGTH);
                 if (a->va == 0) return dropped(RI_RET_MEM_INVALID_ADDRESS);
-                bool wr = attr & (RI_MEM_FLAGS_LOCAL_WRITE | RI_MEM_FLAGS_REMOTE_WRITE);
-                if (!range_mapped(a->va, a->length, wr)) return dropped(RI_RET_MEM_INVALID_ADDRESS);
+                if (!range_mapped(a->va, a->length, writes(attr)))
+                    return dropped(RI_RET_MEM_INVALID_ADDRESS);
                 host = reinterpret_cast<std::byte *>(static_cast<uintptr_t>(a->va));
                 va = a->va;
                 len = a->length;
@@ -1130,13 +1137,15 @@ struct Ops {
             pages->base = host;
             pages->length = len;
             e->pages = pages;
+        } else if (writes(attr) && !range_mapped(reinterpret_cast<uintptr_t>(host), len, true)) {
+            // New rights on the old pages: they must allow what the rights allow.
+            return dropped(RI_RET_MEM_INVALID_ACCESS);
         }
         if (new_pd != e->pd) {
             e->pd->users.fetch_sub(1, std::memory_order_acq_rel);
             new_pd->users.fetch_add(1, std::memory_order_acq_rel);
             e->pd = new_pd;
         }
-        e->gate.close();
         publish_region(*e, host, va, len, attr, next_key(*e, *ltag, attr));
         e->gate.open();
         *ltag = e->stag();
@@ -1153,9 +1162,9 @@ struct Ops {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
             MemEntry *e = owned_mem(*r->dev, in, false, r);
-            if (!e || e->kind != MemKind::Region) return RI_RET_MR_INVALID_HANDLE;
+            if (!e || e->kind() != MemKind::Region) return RI_RET_MR_INVALID_HANDLE;
             if (!out || !ltag || (raw(mask) && !a)) return RI_RET_INVALID_PARAMETER;
-            return rereg_common(r, e, raw(mask), a, nullptr, out, ltag, rtag);
+            return rereg_common(r, in, raw(mask), a, nullptr, out, ltag, rtag);
         });
     }
 
@@ -1165,9 +1174,15 @@ struct Ops {
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
             MemEntry *e = owned_mem(*r->dev, mr, false, r);
             if (!e) return RI_RET_MR_INVALID_HANDLE;
-            if (e->bound_windows.load(std::memory_order_acquire)) return RI_RET_WINDOWS_BOUND;
-            // Every access through the STag has finished when the gate closes (L5423).
+            std::lock_guard change(e->change_mu);
+            if (owned_mem(*r->dev, mr, false, r) != e) return RI_RET_MR_INVALID_HANDLE;
+            // Every access through the STag has finished when the gate closes (L5423). The
+            // window count is read with the gate closed: a bind counts itself from inside.
             e->gate.close();
+            if (e->bound_windows.load(std::memory_order_acquire)) {
+                e->gate.open();
+                return RI_RET_WINDOWS_BOUND;
+            }
             e->word.fetch_and(~MemEntry::kValid, std::memory_order_acq_rel);
             Pd *p = e->pd;
             r->dev->stags.release(e);
@@ -1202,7 +1217,7 @@ struct Ops {
             e->pages = pages;
             e->pd = p;
             e->os_data = os;
-            e->owner_rnic = r;
+            e->owner_rnic.store(r, std::memory_order_release);
             publish_region(*e, pages->base, a->common.va, a->common.length, attr,
                            next_key(*e, *ltag, attr));
             p->users.fetch_add(1, std::memory_order_acq_rel);
@@ -1223,10 +1238,10 @@ struct Ops {
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
             if (!r->privileged()) return RI_RET_NO_PERMISSION;
             MemEntry *e = owned_mem(*r->dev, in, false, r);
-            if (!e || e->kind != MemKind::Region) return RI_RET_MR_INVALID_HANDLE;
+            if (!e || e->kind() != MemKind::Region) return RI_RET_MR_INVALID_HANDLE;
             if (e->pages && e->pages.use_count() > 1) return RI_RET_MR_INVALID_HANDLE;  // L5656
             if (!out || !ltag || (raw(mask) && !a)) return RI_RET_INVALID_PARAMETER;
-            return rereg_common(r, e, raw(mask), a ? &a->common : nullptr, a, out, ltag, rtag);
+            return rereg_common(r, in, raw(mask), a ? &a->common : nullptr, a, out, ltag, rtag);
         });
     }
 
@@ -1237,13 +1252,20 @@ struct Ops {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
             MemEntry *src = owned_mem(*r->dev, in, false, r);
-            if (!src || src->kind != MemKind::Region || !src->pages)
+            if (!src || src->kind() != MemKind::Region || !src->pages)
                 return RI_RET_MR_INVALID_HANDLE;
             if (!a || !out || !ltag) return RI_RET_INVALID_PARAMETER;
             Pd *p = owned(r->dev->pds, a->pd, r);
             if (!p) return RI_RET_PD_INVALID_HANDLE;
             uint32_t attr = raw(a->mem_attr);
             if (ri_api_return_t c = check_access(attr); c != RI_RET_SUCCESS) return c;
+            std::lock_guard change(src->change_mu);
+            if (owned_mem(*r->dev, in, false, r) != src || !src->pages)
+                return RI_RET_MR_INVALID_HANDLE;
+            // The pages must allow what the new rights allow.
+            if (!range_mapped(reinterpret_cast<uintptr_t>(src->pages->base), src->pages->length,
+                              writes(attr)))
+                return RI_RET_MEM_INVALID_ACCESS;
             uint64_t va = a->va;
             if (!(attr & RI_MEM_FLAGS_ZBVA) && va == 0) va = src->to_base;
             MemEntry *e = r->dev->stags.allocate(MemKind::Region);
@@ -1251,7 +1273,7 @@ struct Ops {
             e->pages = src->pages;
             e->pd = p;
             e->os_data = os;
-            e->owner_rnic = r;
+            e->owner_rnic.store(r, std::memory_order_release);
             // The length is the original region's; the input length is ignored (L5722).
             publish_region(*e, src->pages->base, va, src->pages->length,
                            attr & ~uint32_t(RI_MEM_FLAGS_SHARED_REG_IOVA),
@@ -1282,7 +1304,7 @@ struct Ops {
             if (!e) return RI_RET_RESOURCE_SHORTAGE;
             e->pd = p;
             e->os_data = os;
-            e->owner_rnic = r;
+            e->owner_rnic.store(r, std::memory_order_release);
             p->users.fetch_add(1, std::memory_order_acq_rel);
             r->children.fetch_add(1, std::memory_order_acq_rel);
             if (rtag) *rtag = e->stag();  // invalid until bound (L5848)
@@ -1299,7 +1321,7 @@ struct Ops {
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
             MemEntry *e = owned_mem(*r->dev, mw, true, r);
             if (!e) return RI_RET_MW_INVALID_HANDLE;
-            if (type) *type = e->kind == MemKind::Window1 ? RI_MW_TYPE_1 : RI_MW_TYPE_2;
+            if (type) *type = e->kind() == MemKind::Window1 ? RI_MW_TYPE_1 : RI_MW_TYPE_2;
             if (state) *state = e->valid() ? RI_STAG_STATE_VALID : RI_STAG_STATE_INVALID;
             if (pd) *pd = (e->pd ? e->pd->handle : nullptr);
             if (attr) *attr = static_cast<ri_mem_attr_t>(e->valid() ? e->access : 0);
@@ -1314,6 +1336,8 @@ struct Ops {
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
             MemEntry *e = owned_mem(*r->dev, mw, true, r);
             if (!e) return RI_RET_MW_INVALID_HANDLE;
+            std::lock_guard change(e->change_mu);
+            if (owned_mem(*r->dev, mw, true, r) != e) return RI_RET_MW_INVALID_HANDLE;
             e->gate.close();  // in-flight remote users finish first; later ones fail (L5962)
             if (e->valid() && e->parent)
                 e->parent->bound_windows.fetch_sub(1, std::memory_order_acq_rel);
