@@ -77,7 +77,8 @@ TEST(Crc32c, PathsAgreeOnRandomDataAllLengthsAndAlignments) {
     ASSERT_TRUE(crc32c_hw_available());
     std::mt19937 rng(1234);
     std::vector<uint8_t> buf(4096 + 16);
-    for (auto &b : buf) b = static_cast<uint8_t>(rng());
+    for (auto &b : buf)
+        b = static_cast<uint8_t>(rng());
     for (size_t len = 0; len <= 300; ++len)
         for (size_t off = 0; off < 8; ++off) {
             std::span<const uint8_t> d(buf.data() + off, len);
@@ -91,7 +92,8 @@ TEST(Crc32c, PathsAgreeOnRandomDataAllLengthsAndAlignments) {
 TEST(Crc32c, IncrementalAcrossIovecsEqualsOneShot) {
     std::mt19937 rng(99);
     std::vector<uint8_t> buf(1500);
-    for (auto &b : buf) b = static_cast<uint8_t>(rng());
+    for (auto &b : buf)
+        b = static_cast<uint8_t>(rng());
     const uint32_t whole = crc32c(buf);
     for (const Path &p : paths()) {
         SCOPED_TRACE(p.name);

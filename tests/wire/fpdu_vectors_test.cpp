@@ -106,8 +106,8 @@ TEST(FpduVectors, V9ZeroLengthWriteRtrDecode) {
 
 TEST(FpduVectors, V10ZeroLengthReadRtrEncode) {
     std::array<uint8_t, 64> h{};
-    const size_t n = encode_read_request(untagged(Opcode::ReadRequest, 1),
-                                         ReadRequestBody{0, 0, 0, 1, 0}, h);
+    const size_t n =
+        encode_read_request(untagged(Opcode::ReadRequest, 1), ReadRequestBody{0, 0, 0, 1, 0}, h);
     ASSERT_EQ(n, 46u);
     EXPECT_EQ(encode(std::span(h).first(n), {}, true), to_hex(hex(vec::v10)));
 }
@@ -198,9 +198,9 @@ TEST(FpduVectors, V13SendWithInvalidateBothWays) {
 
 TEST(FpduVectors, ControlBytePairsOfSection41) {
     const std::pair<Opcode, const char *> l1[] = {
-        {Opcode::RdmaWrite, "c140"},  {Opcode::ReadRequest, "4141"},
-        {Opcode::ReadResponse, "c142"}, {Opcode::Send, "4143"},
-        {Opcode::SendInvalidate, "4144"}, {Opcode::SendSe, "4145"},
+        {Opcode::RdmaWrite, "c140"},        {Opcode::ReadRequest, "4141"},
+        {Opcode::ReadResponse, "c142"},     {Opcode::Send, "4143"},
+        {Opcode::SendInvalidate, "4144"},   {Opcode::SendSe, "4145"},
         {Opcode::SendSeInvalidate, "4146"}, {Opcode::Terminate, "4147"}};
     for (auto [op, want] : l1) {
         DdpHeader h = is_tagged(op) ? tagged(op, 0, 0) : untagged(op, 1);
@@ -379,8 +379,8 @@ TEST(FpduVectors, V23FetchAddBothWays) {
 
 TEST(FpduVectors, V23CmpSwapBothWays) {
     std::array<uint8_t, 80> h{};
-    AtomicRequestBody b{AtomicOp::CmpSwap, 8,   0x1234, 0x10008, 0x99, ~uint64_t{0},
-                        0x42,              ~uint64_t{0}};
+    AtomicRequestBody b{AtomicOp::CmpSwap, 8,    0x1234,      0x10008, 0x99,
+                        ~uint64_t{0},      0x42, ~uint64_t{0}};
     const size_t n = encode_atomic_request(untagged(Opcode::AtomicRequest, 3), b, h);
     EXPECT_EQ(encode(std::span(h).first(n), {}, true), to_hex(hex(vec::v23_cmpswap)));
     const auto d = decode(hex(vec::v23_cmpswap));
@@ -397,8 +397,7 @@ TEST(FpduVectors, V23CmpSwapBothWays) {
 
 TEST(FpduVectors, V23AtomicResponseBothWays) {
     std::array<uint8_t, 80> h{};
-    const size_t n =
-        encode_atomic_response(untagged(Opcode::AtomicResponse, 1), {7, 0x41}, h);
+    const size_t n = encode_atomic_response(untagged(Opcode::AtomicResponse, 1), {7, 0x41}, h);
     ASSERT_EQ(n, 30u);
     EXPECT_EQ(encode(std::span(h).first(n), {}, true), to_hex(hex(vec::v23_atomic_resp)));
     const auto d = decode(hex(vec::v23_atomic_resp));
@@ -412,8 +411,7 @@ TEST(FpduVectors, V23AtomicResponseBothWays) {
 
 TEST(FpduVectors, V23ImmediateDataBothWays) {
     std::array<uint8_t, 80> h{};
-    const size_t n =
-        encode_immediate(untagged(Opcode::ImmediateData, 2), 0x0102030405060708ull, h);
+    const size_t n = encode_immediate(untagged(Opcode::ImmediateData, 2), 0x0102030405060708ull, h);
     ASSERT_EQ(n, 26u);
     EXPECT_EQ(encode(std::span(h).first(n), {}, true), to_hex(hex(vec::v23_immediate)));
     const auto d = decode(hex(vec::v23_immediate));
@@ -426,8 +424,8 @@ TEST(FpduVectors, V23ImmediateDataBothWays) {
 }
 
 TEST(FpduVectors, V23RejectedWhenRfc7306IsOffLikeSiw) {
-    for (const char *v : {vec::v23_fetchadd, vec::v23_cmpswap, vec::v23_atomic_resp,
-                          vec::v23_immediate}) {
+    for (const char *v :
+         {vec::v23_fetchadd, vec::v23_cmpswap, vec::v23_atomic_resp, vec::v23_immediate}) {
         const auto d = decode(hex(v), true, false);
         ASSERT_EQ(d.fpdu, Status::Ok) << "framing and CRC are fine";
         EXPECT_EQ(d.seg, Status::RdmapUnexpectedOpcode);
@@ -526,7 +524,8 @@ TEST(FpduVectors, V24ZeroLengthToUnknownStagIsAccepted) {
     EXPECT_EQ(r.s.read.src_stag, 1u);
 }
 
-// ---- iovec encoder --------------------------------------------------------------------------------
+// ---- iovec encoder
+// --------------------------------------------------------------------------------
 
 TEST(FpduEncode, IovecsMatchContiguousEncoding) {
     const auto h = hdr_bytes(untagged(Opcode::Send, 1));

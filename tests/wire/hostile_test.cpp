@@ -22,11 +22,20 @@ std::vector<uint8_t> seg_of(const char *fpdu_hex) {
     return {f.begin() + 2, f.begin() + 2 + static_cast<long>(n)};
 }
 
-const char *const kAllFpdus[] = {vec::v9_crc,      vec::v10,          vec::v11,
-                                 vec::v12,         vec::v13,          vec::v14_req,
-                                 vec::v14_resp,    vec::v20,          vec::v21_ulp,
-                                 vec::v21_op,      vec::v23_fetchadd, vec::v23_cmpswap,
-                                 vec::v23_atomic_resp, vec::v23_immediate};
+const char *const kAllFpdus[] = {vec::v9_crc,
+                                 vec::v10,
+                                 vec::v11,
+                                 vec::v12,
+                                 vec::v13,
+                                 vec::v14_req,
+                                 vec::v14_resp,
+                                 vec::v20,
+                                 vec::v21_ulp,
+                                 vec::v21_op,
+                                 vec::v23_fetchadd,
+                                 vec::v23_cmpswap,
+                                 vec::v23_atomic_resp,
+                                 vec::v23_immediate};
 
 // Everything the decoder reports for a stream, to compare chunkings.
 struct Trace {
@@ -201,8 +210,7 @@ TEST(SegmentDecode, TruncatedHeadersAtEveryLength) {
 }
 
 TEST(SegmentDecode, FixedSizeMessagesMustBeExact) {
-    for (const char *v : {vec::v10, vec::v23_fetchadd, vec::v23_atomic_resp,
-                          vec::v23_immediate}) {
+    for (const char *v : {vec::v10, vec::v23_fetchadd, vec::v23_atomic_resp, vec::v23_immediate}) {
         auto seg = seg_of(v);
         seg.push_back(0);
         Segment s;
@@ -258,8 +266,8 @@ TEST(SegmentDecode, SingleSegmentMessagesNeedLastAndMoZero) {
 TEST(SegmentDecode, ReservedBitsAreIgnored) {
     Segment s;
     auto seg = seg_of(vec::v12);
-    seg[0] |= 0x3C;                  // DDP reserved
-    seg[1] |= 0x30;                  // RDMAP reserved
+    seg[0] |= 0x3C;                   // DDP reserved
+    seg[1] |= 0x30;                   // RDMAP reserved
     store_be32(&seg[2], 0xDEADBEEF);  // RsvdULP of a plain Send
     ASSERT_EQ(decode_segment(seg, s), Status::Ok);
     EXPECT_EQ(s.hdr.opcode, Opcode::Send);
@@ -304,7 +312,8 @@ TEST(SegmentDecode, RandomBytesNeverReadOutOfBounds) {
     size_t ok = 0;
     for (int i = 0; i < 20000; ++i) {
         std::vector<uint8_t> seg(rng() % 90);
-        for (auto &b : seg) b = static_cast<uint8_t>(rng());
+        for (auto &b : seg)
+            b = static_cast<uint8_t>(rng());
         if (!seg.empty()) seg[0] = static_cast<uint8_t>((seg[0] & 0xFC) | 1);
         if (seg.size() > 1) seg[1] = static_cast<uint8_t>((seg[1] & 0x3F) | 0x40);
         Segment s;

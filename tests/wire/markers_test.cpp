@@ -18,7 +18,8 @@ namespace {
 // The vector's FPDU without markers: Send MSN 1, payload 00..ff x3 + 232 zeros.
 std::vector<uint8_t> v22_fpdu(std::vector<uint8_t> &payload) {
     payload.assign(1000, 0);
-    for (size_t i = 0; i < 768; ++i) payload[i] = static_cast<uint8_t>(i);
+    for (size_t i = 0; i < 768; ++i)
+        payload[i] = static_cast<uint8_t>(i);
     DdpHeader h;
     h.opcode = Opcode::Send;
     h.msn = 1;

@@ -138,10 +138,8 @@ struct RtrCase {
 
 TEST(MpaVectors, V5ResponderRtrChoiceTable) {
     const RtrCase cases[] = {
-        {true, true, false, 0x8000, Rtr::Write},
-        {false, true, false, 0x4000, Rtr::Read},
-        {false, false, false, 0x8000, Rtr::Write},
-        {false, false, true, 0x8000, Rtr::Write},
+        {true, true, false, 0x8000, Rtr::Write},   {false, true, false, 0x4000, Rtr::Read},
+        {false, false, false, 0x8000, Rtr::Write}, {false, false, true, 0x8000, Rtr::Write},
         {true, false, false, 0x8000, Rtr::Write},
     };
     for (const RtrCase &c : cases) {
@@ -212,7 +210,8 @@ std::vector<uint8_t> frame_with(const char *key, uint8_t flags, uint8_t rev, uin
     v.push_back(rev);
     v.push_back(static_cast<uint8_t>(pd_len >> 8));
     v.push_back(static_cast<uint8_t>(pd_len));
-    for (size_t i = 0; i < pd_bytes; ++i) v.push_back(static_cast<uint8_t>(i));
+    for (size_t i = 0; i < pd_bytes; ++i)
+        v.push_back(static_cast<uint8_t>(i));
     return v;
 }
 
@@ -302,10 +301,15 @@ TEST(MpaHostile, TrailingBytesAreLeftUnconsumed) {
 }
 
 TEST(MpaHostile, ByteByByteEqualsOneChunkForEveryInput) {
-    std::vector<std::vector<uint8_t>> inputs = {
-        hex(vec::v2), hex(vec::v3), hex(vec::v4), hex(vec::v6), hex(vec::v7),
-        frame_with(vec::kReqKey, 0x00, 1, 513, 0), frame_with(vec::kReqKey, 0xd0, 2, 8, 8),
-        frame_with(vec::kReqKey, 0x00, 7, 0, 0), frame_with(vec::kRepKey, 0x60, 2, 300, 300)};
+    std::vector<std::vector<uint8_t>> inputs = {hex(vec::v2),
+                                                hex(vec::v3),
+                                                hex(vec::v4),
+                                                hex(vec::v6),
+                                                hex(vec::v7),
+                                                frame_with(vec::kReqKey, 0x00, 1, 513, 0),
+                                                frame_with(vec::kReqKey, 0xd0, 2, 8, 8),
+                                                frame_with(vec::kReqKey, 0x00, 7, 0, 0),
+                                                frame_with(vec::kRepKey, 0x60, 2, 300, 300)};
     for (auto kind : {MpaKind::Request, MpaKind::Reply}) {
         for (const auto &in : inputs) {
             const auto whole = feed(kind, in, 0);
@@ -422,8 +426,7 @@ TEST(MpaNegotiation, Rev2ReplyWithoutBlockToEnhancedRequest) {
     reply.kind = MpaKind::Reply;
     reply.rev = 2;
     MpaResult res;
-    EXPECT_EQ(mpa_finish_initiator(cfg, mpa_make_request(cfg), reply, res),
-              Status::MpaNotEnhanced);
+    EXPECT_EQ(mpa_finish_initiator(cfg, mpa_make_request(cfg), reply, res), Status::MpaNotEnhanced);
 }
 
 TEST(MpaNegotiation, IrdOrdRelaxed) {

@@ -20,7 +20,8 @@ std::vector<SegmentPlan> plan(const DdpHeader &h, uint64_t len, uint32_t mulpdu 
     Segmenter s;
     EXPECT_EQ(s.start(h, len, mulpdu), Status::Ok);
     std::vector<SegmentPlan> out;
-    for (SegmentPlan p; s.next(p);) out.push_back(p);
+    for (SegmentPlan p; s.next(p);)
+        out.push_back(p);
     EXPECT_EQ(out.size(), s.segment_count());
     return out;
 }
@@ -166,12 +167,24 @@ TEST_P(RoundTrip, SegmentEncodeDecodeReassemble) {
     // len_code: sizes relative to the per-segment payload maximum, or absolute.
     uint64_t len = 0;
     switch (len_code) {
-        case 0: len = 0; break;
-        case 1: len = 1; break;
-        case 2: len = maxp - 1; break;
-        case 3: len = maxp; break;
-        case 4: len = maxp + 1; break;
-        default: len = uint64_t{1} << 20; break;
+        case 0:
+            len = 0;
+            break;
+        case 1:
+            len = 1;
+            break;
+        case 2:
+            len = maxp - 1;
+            break;
+        case 3:
+            len = maxp;
+            break;
+        case 4:
+            len = maxp + 1;
+            break;
+        default:
+            len = uint64_t{1} << 20;
+            break;
     }
     DdpHeader h;
     h.opcode = op;
@@ -180,7 +193,8 @@ TEST_P(RoundTrip, SegmentEncodeDecodeReassemble) {
     h.msn = 1;
     h.inv_stag = 0x99;
     std::vector<uint8_t> payload(len);
-    for (size_t i = 0; i < len; ++i) payload[i] = static_cast<uint8_t>(i * 31 + 7);
+    for (size_t i = 0; i < len; ++i)
+        payload[i] = static_cast<uint8_t>(i * 31 + 7);
     const auto p = plan(h, len);
     const uint64_t expect_segments = len == 0 ? 1 : (len + maxp - 1) / maxp;
     ASSERT_EQ(p.size(), expect_segments);
@@ -217,9 +231,10 @@ INSTANTIATE_TEST_SUITE_P(Sizes, RoundTrip,
 
 DdpHeader useg(uint32_t qn, uint32_t msn, uint32_t mo, bool last) {
     DdpHeader h;
-    h.opcode = qn == 0 ? Opcode::Send : qn == 1 ? Opcode::ReadRequest
-               : qn == 2                        ? Opcode::Terminate
-                                                : Opcode::AtomicResponse;
+    h.opcode = qn == 0   ? Opcode::Send
+               : qn == 1 ? Opcode::ReadRequest
+               : qn == 2 ? Opcode::Terminate
+                         : Opcode::AtomicResponse;
     h.qn = qn;
     h.msn = msn;
     h.mo = mo;
@@ -270,7 +285,8 @@ TEST(Reassembly, MsnWrapsAndTaggedIsIgnored) {
     UntaggedReassembler::Result r;
     // Walk queue 3 to 0xFFFFFFFF quickly is not possible through the API; drive queue 0 by
     // messages and check the arithmetic at the wrap with a fresh instance instead.
-    for (uint32_t m = 1; m <= 3; ++m) ASSERT_EQ(ra.accept(useg(3, m, 0, true), 12, r), Status::Ok);
+    for (uint32_t m = 1; m <= 3; ++m)
+        ASSERT_EQ(ra.accept(useg(3, m, 0, true), 12, r), Status::Ok);
     EXPECT_EQ(ra.expected_msn(Queue::AtomicResponse), 4u);
     DdpHeader t;
     t.opcode = Opcode::RdmaWrite;

@@ -54,33 +54,60 @@ TermCode term_code(Status s) {
 
 const char *to_string(Status s) {
     switch (s) {
-        case Status::Ok: return "ok";
-        case Status::BufferTooSmall: return "buffer too small";
-        case Status::InvalidArgument: return "invalid argument";
-        case Status::MpaBadKey: return "MPA key mismatch";
-        case Status::MpaBadRevision: return "MPA revision not supported";
-        case Status::MpaPrivateDataTooLong: return "MPA private data longer than 512";
-        case Status::MpaMarkersRequested: return "MPA markers requested (not supported)";
-        case Status::MpaBadIrdOrd: return "MPA enhanced frame without IRD/ORD block";
-        case Status::MpaRejected: return "MPA peer rejected the connection";
-        case Status::MpaNotEnhanced: return "MPA reply is not enhanced";
-        case Status::MpaInsufficientIrd: return "MPA insufficient IRD";
-        case Status::MpaNoMatchingRtr: return "MPA no matching RTR model";
-        case Status::CrcMismatch: return "CRC error";
-        case Status::FramingLength: return "ULPDU_LENGTH disagrees with the header";
-        case Status::UlpduTooLong: return "ULPDU_LENGTH over the cap";
-        case Status::MarkerMismatch: return "bad MPA marker";
-        case Status::DdpTaggedVersion: return "DDP tagged: invalid DDP version";
-        case Status::DdpUntaggedVersion: return "DDP untagged: invalid DDP version";
-        case Status::DdpInvalidQn: return "DDP untagged: invalid QN";
-        case Status::DdpInvalidMsn: return "DDP untagged: invalid MSN";
-        case Status::DdpInvalidMo: return "DDP untagged: invalid MO";
-        case Status::DdpMessageTooLong: return "DDP untagged: message too long";
-        case Status::DdpTaggedOffsetWrap: return "DDP tagged: TO wrap";
-        case Status::RdmapVersion: return "RDMAP: invalid version";
-        case Status::RdmapUnexpectedOpcode: return "RDMAP: unexpected opcode";
-        case Status::RdmapBadAtomicOpcode: return "RDMAP: bad atomic opcode";
-        case Status::RdmapMalformedTerminate: return "RDMAP: malformed Terminate";
+        case Status::Ok:
+            return "ok";
+        case Status::BufferTooSmall:
+            return "buffer too small";
+        case Status::InvalidArgument:
+            return "invalid argument";
+        case Status::MpaBadKey:
+            return "MPA key mismatch";
+        case Status::MpaBadRevision:
+            return "MPA revision not supported";
+        case Status::MpaPrivateDataTooLong:
+            return "MPA private data longer than 512";
+        case Status::MpaMarkersRequested:
+            return "MPA markers requested (not supported)";
+        case Status::MpaBadIrdOrd:
+            return "MPA enhanced frame without IRD/ORD block";
+        case Status::MpaRejected:
+            return "MPA peer rejected the connection";
+        case Status::MpaNotEnhanced:
+            return "MPA reply is not enhanced";
+        case Status::MpaInsufficientIrd:
+            return "MPA insufficient IRD";
+        case Status::MpaNoMatchingRtr:
+            return "MPA no matching RTR model";
+        case Status::CrcMismatch:
+            return "CRC error";
+        case Status::FramingLength:
+            return "ULPDU_LENGTH disagrees with the header";
+        case Status::UlpduTooLong:
+            return "ULPDU_LENGTH over the cap";
+        case Status::MarkerMismatch:
+            return "bad MPA marker";
+        case Status::DdpTaggedVersion:
+            return "DDP tagged: invalid DDP version";
+        case Status::DdpUntaggedVersion:
+            return "DDP untagged: invalid DDP version";
+        case Status::DdpInvalidQn:
+            return "DDP untagged: invalid QN";
+        case Status::DdpInvalidMsn:
+            return "DDP untagged: invalid MSN";
+        case Status::DdpInvalidMo:
+            return "DDP untagged: invalid MO";
+        case Status::DdpMessageTooLong:
+            return "DDP untagged: message too long";
+        case Status::DdpTaggedOffsetWrap:
+            return "DDP tagged: TO wrap";
+        case Status::RdmapVersion:
+            return "RDMAP: invalid version";
+        case Status::RdmapUnexpectedOpcode:
+            return "RDMAP: unexpected opcode";
+        case Status::RdmapBadAtomicOpcode:
+            return "RDMAP: bad atomic opcode";
+        case Status::RdmapMalformedTerminate:
+            return "RDMAP: malformed Terminate";
     }
     return "unknown";
 }

@@ -18,11 +18,13 @@ constexpr std::array<std::array<uint32_t, 256>, 8> make_tables() {
     std::array<std::array<uint32_t, 256>, 8> t{};
     for (uint32_t b = 0; b < 256; ++b) {
         uint32_t c = b;
-        for (int i = 0; i < 8; ++i) c = (c & 1) ? (c >> 1) ^ kPoly : c >> 1;
+        for (int i = 0; i < 8; ++i)
+            c = (c & 1) ? (c >> 1) ^ kPoly : c >> 1;
         t[0][b] = c;
     }
     for (uint32_t b = 0; b < 256; ++b)
-        for (size_t k = 1; k < 8; ++k) t[k][b] = (t[k - 1][b] >> 8) ^ t[0][t[k - 1][b] & 0xFF];
+        for (size_t k = 1; k < 8; ++k)
+            t[k][b] = (t[k - 1][b] >> 8) ^ t[0][t[k - 1][b] & 0xFF];
     return t;
 }
 
@@ -32,7 +34,8 @@ constexpr auto kTables = make_tables();
 // code is endian-neutral and alignment-free (compilers turn this into one load on x86).
 inline uint64_t load_le64(const uint8_t *p) {
     uint64_t v = 0;
-    for (int i = 7; i >= 0; --i) v = v << 8 | p[i];
+    for (int i = 7; i >= 0; --i)
+        v = v << 8 | p[i];
     return v;
 }
 
@@ -57,7 +60,8 @@ uint32_t crc32c_update_sw(uint32_t state, std::span<const uint8_t> data) {
         p += 8;
         n -= 8;
     }
-    while (n--) c = (c >> 8) ^ kTables[0][(c ^ *p++) & 0xFF];
+    while (n--)
+        c = (c >> 8) ^ kTables[0][(c ^ *p++) & 0xFF];
     return c;
 }
 
@@ -75,7 +79,8 @@ __attribute__((target("sse4.2"))) uint32_t crc32c_update_hw(uint32_t state,
         n -= 8;
     }
     uint32_t c32 = static_cast<uint32_t>(c);
-    while (n--) c32 = _mm_crc32_u8(c32, *p++);
+    while (n--)
+        c32 = _mm_crc32_u8(c32, *p++);
     return c32;
 }
 
@@ -87,7 +92,9 @@ bool crc32c_hw_available() {
 uint32_t crc32c_update_hw(uint32_t state, std::span<const uint8_t> data) {
     return crc32c_update_sw(state, data);
 }
-bool crc32c_hw_available() { return false; }
+bool crc32c_hw_available() {
+    return false;
+}
 #endif
 
 uint32_t crc32c_update(uint32_t state, std::span<const uint8_t> data) {

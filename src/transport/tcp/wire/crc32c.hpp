@@ -22,7 +22,9 @@ namespace softrnic::transport::tcp::wire {
 inline constexpr uint32_t kCrc32cInit = 0xFFFFFFFFu;
 
 uint32_t crc32c_update(uint32_t state, std::span<const uint8_t> data);
-constexpr uint32_t crc32c_finish(uint32_t state) { return state ^ 0xFFFFFFFFu; }
+constexpr uint32_t crc32c_finish(uint32_t state) {
+    return state ^ 0xFFFFFFFFu;
+}
 inline uint32_t crc32c(std::span<const uint8_t> data) {
     return crc32c_finish(crc32c_update(kCrc32cInit, data));
 }

@@ -18,7 +18,9 @@ constexpr uint32_t kTermR = 0x2000;
 uint8_t ddp_ctrl(bool tagged, bool last) {
     return static_cast<uint8_t>((tagged ? kDdpT : 0) | (last ? kDdpL : 0) | kDdpDv);
 }
-uint8_t rdmap_ctrl(Opcode op) { return static_cast<uint8_t>(kRdmapRv | static_cast<uint8_t>(op)); }
+uint8_t rdmap_ctrl(Opcode op) {
+    return static_cast<uint8_t>(kRdmapRv | static_cast<uint8_t>(op));
+}
 
 Status decode_terminate(std::span<const uint8_t> body, TerminateBody &t) {
     if (body.size() < kTerminateBodyMin || body.size() > kTerminateBodyMax)
@@ -60,8 +62,7 @@ Status decode_segment(std::span<const uint8_t> s, Segment &out, DecodeOptions op
         return tagged ? Status::DdpTaggedVersion : Status::DdpUntaggedVersion;
     if ((rctrl & kRdmapRvMask) != kRdmapRv) return Status::RdmapVersion;
     const uint8_t raw_op = rctrl & kRdmapOpMask;
-    if (raw_op > static_cast<uint8_t>(Opcode::AtomicResponse))
-        return Status::RdmapUnexpectedOpcode;
+    if (raw_op > static_cast<uint8_t>(Opcode::AtomicResponse)) return Status::RdmapUnexpectedOpcode;
     const auto op = static_cast<Opcode>(raw_op);
     if (is_rfc7306(op) && !opt.rfc7306) return Status::RdmapUnexpectedOpcode;
     if (tagged != is_tagged(op)) return Status::RdmapUnexpectedOpcode;
@@ -249,7 +250,8 @@ size_t encode_terminate(const TerminateSpec &t, std::span<uint8_t> out) {
     if (c.ddp) {
         store_be16(p, t.offending_len);
         p += 2;
-        for (size_t i = 0; i < c.ddp; ++i) *p++ = t.offending[i];
+        for (size_t i = 0; i < c.ddp; ++i)
+            *p++ = t.offending[i];
     }
     if (c.rdma)
         for (size_t i = 0; i < kReadRequestBodyLen; ++i)

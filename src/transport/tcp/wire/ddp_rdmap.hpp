@@ -39,10 +39,10 @@ enum class Opcode : uint8_t {
     SendSe = 5,
     SendSeInvalidate = 6,
     Terminate = 7,
-    ImmediateData = 8,     // RFC 7306
-    ImmediateDataSe = 9,   // RFC 7306
-    AtomicRequest = 10,    // RFC 7306
-    AtomicResponse = 11,   // RFC 7306
+    ImmediateData = 8,    // RFC 7306
+    ImmediateDataSe = 9,  // RFC 7306
+    AtomicRequest = 10,   // RFC 7306
+    AtomicResponse = 11,  // RFC 7306
 };
 
 // RDMAP's untagged queues (RFC 5040 5.1, RFC 7306).
@@ -63,7 +63,9 @@ inline constexpr size_t kMaxHeaderLen = kUntaggedHeaderLen + kAtomicRequestBodyL
 constexpr bool is_tagged(Opcode op) {
     return op == Opcode::RdmaWrite || op == Opcode::ReadResponse;
 }
-constexpr bool is_rfc7306(Opcode op) { return static_cast<uint8_t>(op) >= 8; }
+constexpr bool is_rfc7306(Opcode op) {
+    return static_cast<uint8_t>(op) >= 8;
+}
 constexpr bool is_send_family(Opcode op) {
     return op == Opcode::Send || op == Opcode::SendInvalidate || op == Opcode::SendSe ||
            op == Opcode::SendSeInvalidate;

@@ -16,7 +16,8 @@ constexpr uint32_t kMulpduMin = kUntaggedHeaderLen + kAtomicRequestBodyLen;
 
 size_t payload_total(std::span<const std::span<const uint8_t>> payload) {
     size_t n = 0;
-    for (auto p : payload) n += p.size();
+    for (auto p : payload)
+        n += p.size();
     return n;
 }
 
@@ -42,14 +43,16 @@ Status build_fpdu_frame(std::span<const uint8_t> headers,
     const size_t ulpdu = headers.size() + payload_total(payload);
     if (ulpdu < kMinUlpdu || ulpdu > kMaxUlpdu) return Status::InvalidArgument;
     store_be16(frame.prefix.data(), static_cast<uint16_t>(ulpdu));
-    std::memcpy(frame.prefix.data() + kFpduLengthLen, headers.data(), headers.size());
+    if (!headers.empty())  // memcpy from a null span is undefined even for 0 bytes
+        std::memcpy(frame.prefix.data() + kFpduLengthLen, headers.data(), headers.size());
     frame.prefix_len = kFpduLengthLen + headers.size();
     const size_t pad = fpdu_pad(ulpdu);
     std::memset(frame.trailer.data(), 0, pad);
     uint32_t c = 0;
     if (crc) {
         uint32_t s = crc32c_update(kCrc32cInit, {frame.prefix.data(), frame.prefix_len});
-        for (auto p : payload) s = crc32c_update(s, p);
+        for (auto p : payload)
+            s = crc32c_update(s, p);
         s = crc32c_update(s, {frame.trailer.data(), pad});
         c = crc32c_finish(s);
     }
@@ -61,7 +64,8 @@ Status build_fpdu_frame(std::span<const uint8_t> headers,
 size_t fpdu_iovecs(const FpduFrame &frame, std::span<const std::span<const uint8_t>> payload,
                    std::span<struct iovec> iov) {
     size_t n = 2;
-    for (auto p : payload) n += !p.empty();
+    for (auto p : payload)
+        n += !p.empty();
     if (iov.size() < n) return 0;
     size_t i = 0;
     iov[i++] = {const_cast<uint8_t *>(frame.prefix.data()), frame.prefix_len};

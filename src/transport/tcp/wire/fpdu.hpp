@@ -28,7 +28,9 @@ inline constexpr size_t kMinUlpdu = kTaggedHeaderLen;  // a DDP segment is at le
 inline constexpr size_t kMaxUlpdu = 0xFFFF;
 
 // PAD after a ULPDU of `ulpdu_len` bytes so that 2 + ULPDU + PAD is a multiple of 4.
-constexpr size_t fpdu_pad(size_t ulpdu_len) { return (0 - (kFpduLengthLen + ulpdu_len)) & 3; }
+constexpr size_t fpdu_pad(size_t ulpdu_len) {
+    return (0 - (kFpduLengthLen + ulpdu_len)) & 3;
+}
 // Whole FPDU on the wire (length field, ULPDU, PAD, CRC).
 constexpr size_t fpdu_size(size_t ulpdu_len) {
     return kFpduLengthLen + ulpdu_len + fpdu_pad(ulpdu_len) + kFpduCrcLen;

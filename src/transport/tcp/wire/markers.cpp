@@ -9,7 +9,9 @@ namespace softrnic::transport::tcp::wire {
 
 namespace {
 
-bool at_marker(uint64_t pos) { return pos % kMarkerInterval == 0; }
+bool at_marker(uint64_t pos) {
+    return pos % kMarkerInterval == 0;
+}
 
 // FPDUPTR of a marker at `pos` for an FPDU that starts (first byte, possibly a leading
 // marker) at `start`, with its ULPDU_LENGTH at `len_pos`.

@@ -12,19 +12,21 @@ constexpr char kRepKey[] = "MPA ID Rep Frame";
 static_assert(sizeof(kReqKey) == kMpaKeyLen + 1 && sizeof(kRepKey) == kMpaKeyLen + 1);
 
 constexpr uint16_t kP2p = 0x8000;
-constexpr uint16_t kRtrSend = 0x4000;  // IRD word
+constexpr uint16_t kRtrSend = 0x4000;   // IRD word
 constexpr uint16_t kRtrWrite = 0x8000;  // ORD word
 constexpr uint16_t kRtrRead = 0x4000;   // ORD word
 
-const char *key_for(MpaKind k) { return k == MpaKind::Request ? kReqKey : kRepKey; }
+const char *key_for(MpaKind k) {
+    return k == MpaKind::Request ? kReqKey : kRepKey;
+}
 
 }  // namespace
 
 void encode_ird_ord(const IrdOrd &b, uint8_t out[kMpaIrdOrdLen]) {
     const uint16_t ird = static_cast<uint16_t>((b.ird & kIrdOrdMax) | (b.p2p ? kP2p : 0) |
                                                (b.rtr_send ? kRtrSend : 0));
-    const uint16_t ord = static_cast<uint16_t>((b.ord & kIrdOrdMax) | (b.rtr_write ? kRtrWrite : 0) |
-                                               (b.rtr_read ? kRtrRead : 0));
+    const uint16_t ord = static_cast<uint16_t>(
+        (b.ord & kIrdOrdMax) | (b.rtr_write ? kRtrWrite : 0) | (b.rtr_read ? kRtrRead : 0));
     store_be16(out, ird);
     store_be16(out + 2, ord);
 }
@@ -52,8 +54,7 @@ Status build_mpa_frame(const MpaFrame &f, std::span<uint8_t> out, size_t &writte
     uint8_t *p = out.data();
     std::memcpy(p, key_for(f.kind), kMpaKeyLen);
     p[16] = static_cast<uint8_t>((f.markers ? kMpaFlagM : 0) | (f.crc ? kMpaFlagC : 0) |
-                                 (f.reject ? kMpaFlagR : 0) |
-                                 (f.enhanced ? kMpaFlagEnhanced : 0));
+                                 (f.reject ? kMpaFlagR : 0) | (f.enhanced ? kMpaFlagEnhanced : 0));
     p[17] = f.rev;
     store_be16(p + 18, static_cast<uint16_t>(pd));
     p += kMpaHeaderLen;
@@ -219,8 +220,8 @@ Status mpa_respond(const MpaConfig &cfg, const MpaFrame &request,
     return Status::Ok;
 }
 
-Status mpa_finish_initiator(const MpaConfig &cfg, const MpaFrame &request,
-                            const MpaFrame &reply, MpaResult &result) {
+Status mpa_finish_initiator(const MpaConfig &cfg, const MpaFrame &request, const MpaFrame &reply,
+                            MpaResult &result) {
     result = {};
     if (reply.markers) return Status::MpaMarkersRequested;
     if (reply.reject) return Status::MpaRejected;

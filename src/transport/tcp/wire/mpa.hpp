@@ -51,12 +51,12 @@ enum class MpaKind : uint8_t { Request, Reply };
 
 // RFC 6581 IRD/ORD block: the first 4 bytes of private data of an Enhanced frame.
 struct IrdOrd {
-    bool p2p = false;         // IRD word 0x8000
-    bool rtr_send = false;    // IRD word 0x4000: zero-length Send RTR
-    bool rtr_write = false;   // ORD word 0x8000: zero-length RDMA Write RTR
-    bool rtr_read = false;    // ORD word 0x4000: zero-length RDMA Read RTR
-    uint16_t ird = 0;         // 14 bits
-    uint16_t ord = 0;         // 14 bits
+    bool p2p = false;        // IRD word 0x8000
+    bool rtr_send = false;   // IRD word 0x4000: zero-length Send RTR
+    bool rtr_write = false;  // ORD word 0x8000: zero-length RDMA Write RTR
+    bool rtr_read = false;   // ORD word 0x4000: zero-length RDMA Read RTR
+    uint16_t ird = 0;        // 14 bits
+    uint16_t ord = 0;        // 14 bits
     friend bool operator==(const IrdOrd &, const IrdOrd &) = default;
 };
 void encode_ird_ord(const IrdOrd &b, uint8_t out[kMpaIrdOrdLen]);
@@ -110,8 +110,8 @@ class MpaParser {
     MpaKind expect_;
     std::array<uint8_t, kMpaHeaderLen> hdr_{};
     std::array<uint8_t, kMpaMaxPrivateData> pd_{};
-    size_t have_ = 0;     // bytes consumed of the frame so far
-    size_t pd_len_ = 0;   // PD_Length once known
+    size_t have_ = 0;    // bytes consumed of the frame so far
+    size_t pd_len_ = 0;  // PD_Length once known
     MpaFrame frame_{};
     Status error_ = Status::Ok;
     State state_ = State::NeedMore;
@@ -163,8 +163,7 @@ MpaFrame mpa_make_request(const MpaConfig &cfg, std::span<const uint8_t> private
 // max_ord); P2P honoured by choosing Write if offered, else Read, else Write (never
 // Send, like siw; vector 5).
 Status mpa_respond(const MpaConfig &cfg, const MpaFrame &request,
-                   std::span<const uint8_t> reply_private_data, MpaFrame &reply,
-                   MpaResult &result);
+                   std::span<const uint8_t> reply_private_data, MpaFrame &reply, MpaResult &result);
 
 // Reject Reply for a Request (e.g. the ULP refused it), keeping the IRD/ORD block zeroed
 // when the request was Enhanced, as siw and cxgb4 do.
@@ -177,7 +176,7 @@ MpaFrame mpa_make_reject(const MpaFrame &request, std::span<const uint8_t> priva
 // MpaNoMatchingRtr (P2P reply naming none or more than one of our offered RTRs). A Rev 1
 // reply to a v2 request is accepted without IRD/ORD or P2P (RFC 6581 fallback; siw would
 // abort instead). term_code() of the error is the Terminate to send before closing.
-Status mpa_finish_initiator(const MpaConfig &cfg, const MpaFrame &request,
-                            const MpaFrame &reply, MpaResult &result);
+Status mpa_finish_initiator(const MpaConfig &cfg, const MpaFrame &request, const MpaFrame &reply,
+                            MpaResult &result);
 
 }  // namespace softrnic::transport::tcp::wire

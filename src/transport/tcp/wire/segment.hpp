@@ -58,8 +58,7 @@ class UntaggedReassembler {
         uint64_t msg_length = 0;  // bytes of the message so far (total when complete)
     };
 
-    Status accept(const DdpHeader &h, uint32_t payload_len, Result &out,
-                  uint64_t max_message = 0);
+    Status accept(const DdpHeader &h, uint32_t payload_len, Result &out, uint64_t max_message = 0);
     uint32_t expected_msn(Queue q) const { return next_msn_[static_cast<uint32_t>(q)]; }
     bool in_message() const { return open_; }
 
