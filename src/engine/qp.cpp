@@ -74,6 +74,44 @@ ri_wc_status_t fault_status(MemFault f) {
     return RI_WC_STATUS_LOCAL_QP_OP_ERROR;
 }
 
+// What a responder-side STag fault raises and answers (docs/spec-deviations.md): Read
+// Requests and atomics use the IRRQ events and RDMAP codes, tagged placement (RDMA write)
+// the protection events and DDP tagged codes (RFC 5040 5.4.1, RFC 5041 7.2).
+struct RemoteFaultInfo {
+    ri_async_event_type_t event;
+    TerminateCode term;
+};
+
+RemoteFaultInfo remote_fault(MemFault f, bool irrq) {
+    if (irrq) {
+        switch (f) {
+            case MemFault::Bounds:
+                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_BOUNDS_VIOLATION, kTermRdmapBounds};
+            case MemFault::Access:
+                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_ACCESS_VIOLATION, kTermRdmapAccess};
+            case MemFault::Pd:
+                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_INVALID_PD, kTermRdmapNotAssociated};
+            case MemFault::Wrap:
+                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_WRAP_ERROR, kTermRdmapWrap};
+            default:
+                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_INVALID_STAG, kTermRdmapInvalidStag};
+        }
+    }
+    switch (f) {
+        case MemFault::Bounds:
+            return {RI_EVENT_QP_PROTECTION_ERROR_BOUNDS_VIOLATION, kTermDdpTaggedBounds};
+        case MemFault::Access:
+            return {RI_EVENT_QP_PROTECTION_ERROR_ACCESS_VIOLATION, kTermRdmapAccess};
+        case MemFault::Pd:
+            return {RI_EVENT_QP_PROTECTION_ERROR_INVALID_PD, kTermDdpTaggedNotAssociated};
+        case MemFault::Wrap:
+            return {RI_EVENT_QP_PROTECTION_ERROR_WRAP_ERROR, kTermDdpTaggedWrap};
+        default:
+            // The family has no "invalid STag" event (L1984-2023).
+            return {RI_EVENT_QP_PROTECTION_ERROR_STAG_QP_MISMATCH, kTermDdpTaggedInvalidStag};
+    }
+}
+
 bool is_send_type(ri_wr_type_t t) {
     return t == RI_WR_TYPE_SEND || t == RI_WR_TYPE_SEND_INVALIDATE ||
            t == RI_WR_TYPE_SEND_IMMEDIATE;
@@ -788,41 +826,7 @@ RxStatus Qp::rx_tagged_acquire(uint32_t stag, uint64_t to, uint64_t len, bool fo
         ref = r.entry;
         return RxStatus::success();
     }
-    if (for_read) {
-        switch (f) {
-            case MemFault::Bounds:
-                return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_BOUNDS_VIOLATION, kTermRdmapBounds,
-                               hdr, hl);
-            case MemFault::Access:
-                return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_ACCESS_VIOLATION, kTermRdmapAccess,
-                               hdr, hl);
-            case MemFault::Pd:
-                return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_INVALID_PD,
-                               kTermRdmapNotAssociated, hdr, hl);
-            case MemFault::Wrap:
-                return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_WRAP_ERROR, kTermRdmapWrap, hdr,
-                               hl);
-            default:
-                return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_INVALID_STAG,
-                               kTermRdmapInvalidStag, hdr, hl);
-        }
-    }
-    switch (f) {
-        case MemFault::Bounds:
-            return fail_rx(RI_EVENT_QP_PROTECTION_ERROR_BOUNDS_VIOLATION, kTermDdpTaggedBounds, hdr,
-                           hl);
-        case MemFault::Access:
-            return fail_rx(RI_EVENT_QP_PROTECTION_ERROR_ACCESS_VIOLATION, kTermRdmapAccess, hdr,
-                           hl);
-        case MemFault::Pd:
-            return fail_rx(RI_EVENT_QP_PROTECTION_ERROR_INVALID_PD, kTermDdpTaggedNotAssociated,
-                           hdr, hl);
-        case MemFault::Wrap:
-            return fail_rx(RI_EVENT_QP_PROTECTION_ERROR_WRAP_ERROR, kTermDdpTaggedWrap, hdr, hl);
-        default:
-            return fail_rx(RI_EVENT_QP_PROTECTION_ERROR_STAG_QP_MISMATCH, kTermDdpTaggedInvalidStag,
-                           hdr, hl);
-    }
+    return fail_remote(f, for_read, hdr, hl);
 }
 
 void Qp::rx_tagged_release(void *ref) {
@@ -997,24 +1001,7 @@ RxStatus Qp::rx_atomic(OpKind kind, uint32_t stag, uint64_t to, uint64_t op1, ui
         StagTable::put(r);
         f = MemFault::Bounds;  // RFC 7306: the target must be 8-byte aligned
     }
-    switch (f) {
-        case MemFault::None:
-            break;
-        case MemFault::Bounds:
-            return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_BOUNDS_VIOLATION, kTermRdmapBounds,
-                           hdr, hl);
-        case MemFault::Access:
-            return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_ACCESS_VIOLATION, kTermRdmapAccess,
-                           hdr, hl);
-        case MemFault::Pd:
-            return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_INVALID_PD, kTermRdmapNotAssociated,
-                           hdr, hl);
-        case MemFault::Wrap:
-            return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_WRAP_ERROR, kTermRdmapWrap, hdr, hl);
-        default:
-            return fail_rx(RI_EVENT_QP_IRRQ_PROTECTION_ERROR_INVALID_STAG, kTermRdmapInvalidStag,
-                           hdr, hl);
-    }
+    if (f != MemFault::None) return fail_remote(f, true, hdr, hl);
     std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t *>(r.ptr));
     if (kind == OpKind::FetchAdd) {
         original = target.fetch_add(op1, std::memory_order_acq_rel);
@@ -1078,6 +1065,11 @@ RxStatus Qp::fail_rx(ri_async_event_type_t ev, TerminateCode code, const uint8_t
         enter_error(true);
     }
     return RxStatus::fail(code);
+}
+
+RxStatus Qp::fail_remote(MemFault f, bool irrq, const uint8_t *hdr, uint32_t hdr_len) {
+    RemoteFaultInfo info = remote_fault(f, irrq);
+    return fail_rx(info.event, info.term, hdr, hdr_len);
 }
 
 void Qp::fail_local(ri_async_event_type_t, bool send_terminate, TerminateCode code) {

@@ -137,6 +137,7 @@ class Qp final : public transport::Endpoint {
     ri_wc_status_t local_invalidate(const ri_wr_local_invalidate_t &w);
     // Error handling.
     void fail_local(ri_async_event_type_t ev, bool send_terminate, transport::TerminateCode code);
+    transport::RxStatus fail_remote(MemFault f, bool irrq, const uint8_t *hdr, uint32_t hdr_len);
     transport::RxStatus fail_rx(ri_async_event_type_t ev, transport::TerminateCode code,
                                 const uint8_t *hdr, uint32_t hdr_len);
     void record_terminate(transport::TerminateCode code, const uint8_t *hdr, uint32_t hdr_len,

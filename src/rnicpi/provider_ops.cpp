@@ -649,18 +649,15 @@ struct Ops {
     // ------------------------------------------------------------------------ posting
     static ri_api_return_t post_one(ri_rnic_handle_t h, ri_qp_handle_t qp, const ri_wr_t &wr,
                                     ri_err_data_t *err) {
-        if (err) *err = 0;
-        RnicHandle *r = fast_rnic(h);
-        if (!r) return RI_RET_RNIC_INVALID_HANDLE;
-        Serial s(r);
-        Qp *q = owned(r->dev->qps, qp, r);
-        if (!q) return RI_RET_QP_INVALID_HANDLE;
-        uint32_t n = 1;
-        return q->post_sq(&wr, n);
+        uint_t one = 1;
+        return post_list<ri_wr_t>(h, qp, &wr, &one, err, &Qp::post_sq);
     }
 
-    static ri_api_return_t qp_postsq(ri_rnic_handle_t h, ri_qp_handle_t qp, ri_wr_t *wr,
-                                     uint_t *num, ri_err_data_t *err) {
+    // A WR list posted to one of a QP's queues; *num in: count, out: how many were posted.
+    template <class Wr>
+    static ri_api_return_t post_list(ri_rnic_handle_t h, ri_qp_handle_t qp, const Wr *wr,
+                                     uint_t *num, ri_err_data_t *err,
+                                     ri_api_return_t (Qp::*post)(const Wr *, uint32_t &)) {
         if (err) *err = 0;
         RnicHandle *r = fast_rnic(h);
         if (!r) return RI_RET_RNIC_INVALID_HANDLE;
@@ -669,9 +666,14 @@ struct Ops {
         if (!q) return RI_RET_QP_INVALID_HANDLE;
         if (!num) return RI_RET_INVALID_PARAMETER;
         uint32_t n = *num;
-        ri_api_return_t ret = q->post_sq(wr, n);
+        ri_api_return_t ret = (q->*post)(wr, n);
         *num = n;
         return ret;
+    }
+
+    static ri_api_return_t qp_postsq(ri_rnic_handle_t h, ri_qp_handle_t qp, ri_wr_t *wr,
+                                     uint_t *num, ri_err_data_t *err) {
+        return post_list<ri_wr_t>(h, qp, wr, num, err, &Qp::post_sq);
     }
 
     static ri_api_return_t qp_post_send(ri_rnic_handle_t h, ri_qp_handle_t qp, ri_wr_type_t type,
@@ -787,17 +789,7 @@ struct Ops {
 
     static ri_api_return_t qp_postrq(ri_rnic_handle_t h, ri_qp_handle_t qp, ri_wr_recv_t *wr,
                                      uint_t *num, ri_err_data_t *err) {
-        if (err) *err = 0;
-        RnicHandle *r = fast_rnic(h);
-        if (!r) return RI_RET_RNIC_INVALID_HANDLE;
-        Serial s(r);
-        Qp *q = owned(r->dev->qps, qp, r);
-        if (!q) return RI_RET_QP_INVALID_HANDLE;
-        if (!num) return RI_RET_INVALID_PARAMETER;
-        uint32_t n = *num;
-        ri_api_return_t ret = q->post_rq(wr, n);
-        *num = n;
-        return ret;
+        return post_list<ri_wr_recv_t>(h, qp, wr, num, err, &Qp::post_rq);
     }
 
     static ri_api_return_t qp_post_recv(ri_rnic_handle_t h, ri_qp_handle_t qp, ri_wr_flags_t flags,
