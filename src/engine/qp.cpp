@@ -223,7 +223,6 @@ ri_api_return_t Qp::validate_sq_wr(const ri_wr_t &wr) const {
     ri_wr_type_t t = c.type;
     bool send = is_send_type(t);
     bool write = t == RI_WR_TYPE_RDMA_WRITE || t == RI_WR_TYPE_RDMA_WRITE_IMMEDIATE;
-    bool read = t == RI_WR_TYPE_RDMA_READ || t == RI_WR_TYPE_RDMA_READ_LOCAL_INVALIDATE;
     if ((flags & RI_WR_SOLICITED_EVENT_FLAG) && !send && t != RI_WR_TYPE_RDMA_WRITE_IMMEDIATE)
         return RI_RET_WR_INVALID_FLAGS;
     if ((flags & RI_WR_READ_FENCE_FLAG) && !send && !write) return RI_RET_WR_INVALID_FLAGS;
@@ -286,7 +285,6 @@ ri_api_return_t Qp::validate_sq_wr(const ri_wr_t &wr) const {
             if (wr.wr_atomic.atomic_result.len < 8) return RI_RET_WR_SG_INVALID_FORMAT;
             return RI_RET_SUCCESS;
     }
-    (void)read;
     return RI_RET_WR_INVALID_TYPE;
 }
 
@@ -848,7 +846,6 @@ RxStatus Qp::recv_begin(transport::RxRecv &r) {
         return fail_rx(RI_EVENT_QP_RQ_PROTECTION_ERROR_INVALID_MSN, kTermDdpNoBuffer, hdr, hl);
     }
     rx_wqe_ = w;
-    rx_status_ = RI_WC_STATUS_SUCCESS;
     uint64_t cap = 0;
     for (uint32_t i = 0; i < w.num_sgls; ++i)
         cap += rx_sges_[i].len;
@@ -867,7 +864,6 @@ RxStatus Qp::recv_place(transport::RxRecv &r, uint64_t offset, std::span<const s
     uint8_t hdr[32];
     uint32_t hl = untagged_header(3, 0, 0, hdr);
     if (offset + data.size() > r.capacity) {
-        rx_status_ = RI_WC_STATUS_LOCAL_LENGTH_ERROR;
         complete_recv(rx_wqe_, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_LOCAL_LENGTH_ERROR, 0, 0, 0,
                       0);
         r.wqe = nullptr;

@@ -157,7 +157,6 @@ class Qp final : public transport::Endpoint {
     // Pending receive of an in-progress untagged arrival (one at a time per QP).
     RecvWqe rx_wqe_{};
     ri_data_seg_t rx_sges_[Limits::kMaxSge] = {};
-    ri_wc_status_t rx_status_ = RI_WC_STATUS_SUCCESS;
 };
 
 // Internal-only: makes a terminate header the way RFC 5040 5.4.1 lays it out.
