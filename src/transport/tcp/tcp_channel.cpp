@@ -1,0 +1,1106 @@
+#include "transport/tcp/tcp_channel.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "transport/tcp/wire/ddp_rdmap.hpp"
+#include "transport/tcp/wire/fpdu.hpp"
+#include "transport/tcp/wire/segment.hpp"
+
+// Design notes
+//
+// Ordering. Every outbound operation gets an OpRec in `ops_` (submission order). A
+// Send/Write record becomes ready once the last byte of its last FPDU went to the kernel;
+// a Read when its last Read Response segment has been placed. Only the head of `ops_` is
+// ever reported, so a later send stays behind an earlier read. Reports are made by the
+// progress thread (or by detach() after the progress thread stopped calling the
+// endpoint), never with `mu_` held: the engine re-enters close() from tx_complete.
+// Fast path: when the op is the only one outstanding, nothing is being reported and the
+// kernel took all of it inside submit(), submit() returns Done directly (no thread hop).
+//
+// Memory. FPDUs are built lazily from queued messages (at most kTxWindowFpdus or
+// kTxWindowBytes materialized), each referencing the op's local spans: payload goes out
+// by sendmsg() straight from user memory. Before an op is reported as failed, a partially
+// written FPDU of it is copied (its remainder, <= 64 KiB) so the stream stays framed for
+// a Terminate, and its unwritten FPDUs are dropped.
+//
+// Receive. recv() into one fixed 256 KiB buffer, the streaming FPDU decoder (CRC), strict
+// decode_segment(), UntaggedReassembler for MSN/MO. Tagged data is copied from that
+// buffer into the target (one copy). Nothing is allocated from a length on the wire.
+//
+// Read Requests: sink STag is a per-channel sequence number and sink TO the offset in the
+// sink list, so a Read Response is checked against the oldest outstanding read (responses
+// come in request order, RFC 5040 5.2). ORD is enforced by holding the Read Request (and
+// everything after it, to keep message order) until a response completes; IRD overflow at
+// the responder is a Terminate DDP/untagged/0x02.
+//
+// RFC 7306 (atomics, immediate data) is not carried on the wire yet: such an op completes
+// as Terminated with RDMAP/remote-op/unexpected-opcode (0x02060000), the Terminate siw
+// answers them with, without reaching the wire; the engine then moves the QP to Error. The
+// decoder rejects inbound RFC 7306 opcodes unless `rfc7306` is set (then they are a
+// Terminate as well, since nothing consumes them).
+
+namespace softrnic::transport::tcp {
+
+namespace w = wire;
+
+namespace {
+
+constexpr size_t kMaxLocal = 9;  // engine: kMaxSge (8) + 1
+constexpr size_t kMaxPieces = kMaxLocal;
+constexpr size_t kRxBuf = 256 * 1024;
+constexpr size_t kTxWindowFpdus = 256;
+constexpr size_t kTxWindowBytes = 2u << 20;
+constexpr int kIovMax = 1024;
+constexpr uint32_t kMulpduMin = 128;
+constexpr uint32_t kMulpduMax = 65534;
+
+constexpr TerminateCode kTermUnexpectedOp{0, 2, 0x06};
+constexpr w::TermCode kTermIrdExceeded{1, 2, 0x02};  // untagged: no buffer (RFC 5040 6.3)
+constexpr w::TermCode kTermBadSinkStag{1, 1, 0x00};  // tagged: invalid STag
+constexpr w::TermCode kTermSinkBounds{1, 1, 0x01};   // tagged: base or bounds
+
+TerminateCode to_seam(w::TermCode c) {
+    return {c.layer, c.etype, c.ecode};
+}
+w::TermCode to_wire(TerminateCode c) {
+    return {c.layer, c.etype, c.ecode};
+}
+
+struct OpRec {
+    bool ready = false;
+    OpResult result{};
+    // RDMA Read sink.
+    std::array<IoSpan, kMaxLocal> sink{};
+    uint32_t nsink = 0;
+    uint64_t length = 0;
+    uint64_t placed = 0;
+    uint32_t sink_stag = 0;
+};
+
+// One queued outbound message, segmented lazily.
+struct TxMsg {
+    bool fixed = false;  // single FPDU whose ULPDU is `hdr` (Read Request, Terminate)
+    std::array<uint8_t, w::kMaxHeaderLen + w::kTerminateBodyMax> hdr{};
+    size_t hdr_len = 0;
+    w::DdpHeader first{};
+    uint64_t length = 0;
+    std::array<IoSpan, kMaxLocal> src{};
+    uint32_t nsrc = 0;
+    bool started = false;
+    w::Segmenter seg;
+    uint32_t piece = 0;
+    uint64_t piece_off = 0;
+    OpRec *op = nullptr;       // send/write: ready when fully written
+    OpRec *read_op = nullptr;  // Read Request: joins the outstanding reads when sent
+    void *release_ref = nullptr;
+    bool read_resp = false;
+    bool terminate = false;
+};
+
+struct Fpdu {
+    w::FpduFrame frame;
+    std::array<std::span<const uint8_t>, kMaxPieces> pieces{};
+    uint32_t npieces = 0;
+    std::vector<uint8_t> owned;  // set once detached from user memory
+    size_t total = 0;
+    size_t done = 0;
+    OpRec *op = nullptr;
+    void *release_ref = nullptr;
+    bool read_resp = false;
+    bool terminate = false;
+
+    // Entries for the unwritten part; returns the count (<= kMaxPieces + 2).
+    size_t iov(struct iovec *out) const {
+        std::array<struct iovec, kMaxPieces + 2> all;
+        size_t n;
+        if (!owned.empty()) {
+            all[0] = {const_cast<uint8_t *>(owned.data()), owned.size()};
+            n = 1;
+        } else {
+            n = w::fpdu_iovecs(frame, {pieces.data(), npieces}, all);
+        }
+        size_t skip = done, k = 0;
+        for (size_t i = 0; i < n; ++i) {
+            if (skip >= all[i].iov_len) {
+                skip -= all[i].iov_len;
+                continue;
+            }
+            out[k++] = {static_cast<uint8_t *>(all[i].iov_base) + skip, all[i].iov_len - skip};
+            skip = 0;
+        }
+        return k;
+    }
+};
+
+enum class TxState : uint8_t { Open, Closing, Dead };
+
+class Core : public std::enable_shared_from_this<Core> {
+  public:
+    Core(int fd, const StreamParams &p) : fd_(fd), p_(p) {
+        crc_ = p.crc;
+        uint32_t rx_cap = p.mulpdu_rx_cap ? std::min<uint32_t>(p.mulpdu_rx_cap, 0xFFFF) : 0xFFFF;
+        dec_ = std::make_unique<w::FpduDecoder>(w::FpduDecoderConfig{p.crc, rx_cap});
+        uint32_t m = p.mulpdu_tx;
+        if (m == 0) {
+            int mss = 0;
+            socklen_t sl = sizeof mss;
+            if (::getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &sl) == 0 && mss > 0)
+                m = w::siw_mulpdu_for_mss(static_cast<uint32_t>(mss));
+            if (m == 0) m = w::mulpdu_for_emss(1460);
+        }
+        mulpdu_ = std::clamp(m, kMulpduMin, kMulpduMax);
+        ord_ = std::max<uint32_t>(p.ord, 1);
+        ird_ = p.ird;
+        rxbuf_ = std::make_unique<uint8_t[]>(kRxBuf);
+        wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        ep_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+        if (wake_fd_ < 0 || ep_fd_ < 0) return;
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = wake_fd_;
+        if (::epoll_ctl(ep_fd_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0) return;
+        ev.events = EPOLLIN | EPOLLRDHUP;
+        ev.data.fd = fd_;
+        if (::epoll_ctl(ep_fd_, EPOLL_CTL_ADD, fd_, &ev) != 0) return;
+        ok_ = true;
+    }
+
+    ~Core() {
+        if (fd_ >= 0) ::close(fd_);
+        if (wake_fd_ >= 0) ::close(wake_fd_);
+        if (ep_fd_ >= 0) ::close(ep_fd_);
+    }
+
+    bool ok() const { return ok_; }
+
+    void attach(Endpoint *ep) {
+        ep_ = ep;
+        std::shared_ptr<Core> self = shared_from_this();
+        thread_ = std::thread([self] { self->run(); });
+    }
+
+    // Called by the owning channel's destructor.
+    void shutdown_owner() {
+        if (thread_.joinable()) detach();
+        exit_.store(true, std::memory_order_release);
+        wake();
+        if (!thread_.joinable()) return;
+        if (std::this_thread::get_id() == thread_.get_id())
+            thread_.detach();  // we are inside our own callback; the thread holds `self`
+        else
+            thread_.join();
+    }
+
+    OpResult submit(const OutboundOp &op);
+    void terminate(TerminateCode code);
+    void close(CloseKind kind);
+    void detach();
+
+  private:
+    // ---- endpoint gate: the progress thread brackets every endpoint call (and every
+    // write into an op's sink) so detach() can wait for it.
+    bool enter_ep() {
+        in_ep_.fetch_add(1, std::memory_order_seq_cst);
+        if (detached_.load(std::memory_order_seq_cst)) {
+            in_ep_.fetch_sub(1, std::memory_order_release);
+            return false;
+        }
+        return true;
+    }
+    void leave_ep() { in_ep_.fetch_sub(1, std::memory_order_release); }
+
+    void wake() {
+        if (wake_fd_ < 0) return;
+        uint64_t one = 1;
+        [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
+    }
+
+    void run();
+    void do_read();
+    bool handle_segment(std::span<const uint8_t> ulpdu);
+    void report_ready();
+    void release_refs();
+    void on_stream_end(CloseKind kind);
+    void protocol_error(w::TermCode code, std::span<const uint8_t> ulpdu, bool include_hdr);
+    void engine_failed(TerminateCode code, std::span<const uint8_t> ulpdu);
+    void abort_open_recv(ri_wc_status_t st);
+
+    // ---- under mu_
+    void refill_locked();
+    void flush_locked();
+    void retire_fpdu_locked(Fpdu &f);
+    void own_partial_head_locked();
+    void drop_unwritten_locked();
+    void fail_all_locked(OpResult r);
+    void queue_terminate_locked(w::TermCode code, std::span<const uint8_t> offending,
+                                bool include_hdr);
+    void close_fd_locked(bool abortive);
+    void update_out_locked();
+
+    int fd_;
+    StreamParams p_;
+    bool crc_ = false;
+    uint32_t mulpdu_ = 0;
+    uint32_t ord_ = 1;
+    uint32_t ird_ = 0;
+    int wake_fd_ = -1;
+    int ep_fd_ = -1;
+    bool ok_ = false;
+    Endpoint *ep_ = nullptr;
+    std::thread thread_;
+    std::atomic<bool> exit_{false};
+    std::atomic<bool> detached_{false};
+    std::atomic<uint32_t> in_ep_{0};
+    std::atomic<bool> rx_open_{true};  // arrivals are delivered
+
+    // Progress-thread only.
+    std::unique_ptr<uint8_t[]> rxbuf_;
+    std::unique_ptr<w::FpduDecoder> dec_;
+    w::UntaggedReassembler reasm_;
+    RxRecv recv_{};
+    bool recv_open_ = false;
+
+    // Guarded by mu_. A plain mutex: the posting thread holds it for one non-blocking
+    // sendmsg() at most, the progress thread for queue bookkeeping.
+    std::mutex mu_;
+    std::deque<OpRec> ops_;
+    std::deque<OpRec *> reads_;  // Read Requests on the wire, oldest first
+    uint32_t outstanding_reads_ = 0;
+    uint32_t reporting_ = 0;
+    std::deque<TxMsg> msgs_;
+    std::deque<Fpdu> fpdus_;
+    size_t queued_bytes_ = 0;
+    std::vector<void *> pending_release_;
+    uint32_t inflight_read_resps_ = 0;
+    TxState tx_ = TxState::Open;
+    bool shut_wr_ = false;
+    bool terminate_queued_ = false;
+    bool local_closed_ = false;  // the engine closed/terminated, or we sent a Terminate
+    bool abort_req_ = false;
+    bool out_armed_ = false;
+    uint32_t send_msn_ = 1;
+    uint32_t read_msn_ = 1;
+    uint32_t next_sink_stag_ = 1;
+};
+
+// ------------------------------------------------------------------------------- tx side
+
+OpResult Core::submit(const OutboundOp &op) {
+    std::lock_guard lk(mu_);
+    auto finish_now = [&](OpResult r) -> OpResult {
+        // In order: immediate only when nothing older is outstanding or being reported.
+        if (ops_.empty() && reporting_ == 0) return r;
+        OpRec &rec = ops_.emplace_back();
+        rec.ready = true;
+        rec.result = r;
+        wake();
+        return {OpOutcome::Pending, {}};
+    };
+    if (tx_ != TxState::Open || local_closed_ || detached_.load(std::memory_order_acquire))
+        return finish_now({OpOutcome::Disconnected, {}});
+    if (op.local.size() > kMaxLocal) return finish_now({OpOutcome::Terminated, kTermUnexpectedOp});
+
+    TxMsg m;
+    m.nsrc = static_cast<uint32_t>(op.local.size());
+    std::copy(op.local.begin(), op.local.end(), m.src.begin());
+    m.length = op.length;
+    switch (op.kind) {
+        case OpKind::Send:
+        case OpKind::SendInvalidate: {
+            bool inv = op.kind == OpKind::SendInvalidate;
+            m.first.opcode =
+                inv ? (op.solicited ? w::Opcode::SendSeInvalidate : w::Opcode::SendInvalidate)
+                    : (op.solicited ? w::Opcode::SendSe : w::Opcode::Send);
+            m.first.inv_stag = inv ? op.remote_stag : 0;
+            m.first.qn = static_cast<uint32_t>(w::Queue::Send);
+            m.first.msn = send_msn_;
+            break;
+        }
+        case OpKind::RdmaWrite:
+            m.first.opcode = w::Opcode::RdmaWrite;
+            m.first.stag = op.remote_stag;
+            m.first.to = op.remote_to;
+            break;
+        case OpKind::RdmaRead: {
+            if (op.length > 0xFFFFFFFFu)
+                return finish_now({OpOutcome::Terminated, to_seam(kTermSinkBounds)});
+            w::DdpHeader h{};
+            h.opcode = w::Opcode::ReadRequest;
+            h.qn = static_cast<uint32_t>(w::Queue::ReadRequest);
+            h.msn = read_msn_++;
+            w::ReadRequestBody b{};
+            uint32_t sink = next_sink_stag_++;
+            if (next_sink_stag_ == 0) next_sink_stag_ = 1;
+            b.sink_stag = sink;
+            b.sink_to = 0;
+            b.size = static_cast<uint32_t>(op.length);
+            b.src_stag = op.remote_stag;
+            b.src_to = op.remote_to;
+            m.fixed = true;
+            m.hdr_len = w::encode_read_request(h, b, m.hdr);
+            OpRec &rec = ops_.emplace_back();
+            rec.nsink = m.nsrc;
+            rec.sink = m.src;
+            rec.length = op.length;
+            rec.sink_stag = sink;
+            m.read_op = &rec;
+            m.nsrc = 0;
+            msgs_.push_back(m);
+            flush_locked();
+            return {OpOutcome::Pending, {}};
+        }
+        default:
+            // RFC 7306 operations: see the file comment.
+            return finish_now({OpOutcome::Terminated, kTermUnexpectedOp});
+    }
+    w::Segmenter check;
+    if (w::Status s = check.start(m.first, m.length, mulpdu_); s != w::Status::Ok)
+        return finish_now({OpOutcome::Terminated, to_seam(w::term_code(s))});
+    if (!w::is_tagged(m.first.opcode)) ++send_msn_;
+    OpRec &rec = ops_.emplace_back();
+    m.op = &rec;
+    msgs_.push_back(m);
+    flush_locked();
+    if (ops_.size() == 1 && ops_.front().ready && reporting_ == 0) {
+        OpResult r = ops_.front().result;
+        ops_.pop_front();
+        return r;
+    }
+    if (!ops_.empty() && ops_.front().ready) wake();
+    return {OpOutcome::Pending, {}};
+}
+
+void Core::refill_locked() {
+    while (!msgs_.empty() && fpdus_.size() < kTxWindowFpdus && queued_bytes_ < kTxWindowBytes) {
+        TxMsg &m = msgs_.front();
+        Fpdu &f = fpdus_.emplace_back();
+        if (m.fixed) {
+            if (m.read_op) {
+                if (outstanding_reads_ >= ord_) {
+                    fpdus_.pop_back();  // ORD reached: hold it and what follows
+                    return;
+                }
+                ++outstanding_reads_;
+                reads_.push_back(m.read_op);
+            }
+            w::build_fpdu_frame({m.hdr.data(), m.hdr_len}, {}, crc_, f.frame);
+            f.total = f.frame.total();
+            f.terminate = m.terminate;
+            queued_bytes_ += f.total;
+            msgs_.pop_front();
+            continue;
+        }
+        if (!m.started) {
+            m.seg.start(m.first, m.length, mulpdu_);  // checked when queued
+            m.started = true;
+        }
+        w::SegmentPlan plan;
+        if (!m.seg.next(plan)) {  // cannot happen: the last segment pops the message
+            fpdus_.pop_back();
+            msgs_.pop_front();
+            continue;
+        }
+        uint8_t hdr[w::kMaxHeaderLen];
+        size_t hl = w::encode_ddp_header(plan.hdr, hdr);
+        uint64_t need = plan.length;
+        while (need > 0 && m.piece < m.nsrc && f.npieces < kMaxPieces) {
+            const IoSpan &s = m.src[m.piece];
+            uint64_t n = std::min<uint64_t>(need, s.len - m.piece_off);
+            if (n > 0)
+                f.pieces[f.npieces++] = {reinterpret_cast<const uint8_t *>(s.ptr) + m.piece_off,
+                                         static_cast<size_t>(n)};
+            m.piece_off += n;
+            need -= n;
+            if (m.piece_off == s.len) {
+                ++m.piece;
+                m.piece_off = 0;
+            }
+        }
+        w::build_fpdu_frame({hdr, hl}, {f.pieces.data(), f.npieces}, crc_, f.frame);
+        f.total = f.frame.total() + plan.length;
+        queued_bytes_ += f.total;
+        if (plan.hdr.last) {
+            f.op = m.op;
+            f.release_ref = m.release_ref;
+            f.read_resp = m.read_resp;
+            msgs_.pop_front();
+        }
+    }
+}
+
+void Core::retire_fpdu_locked(Fpdu &f) {
+    if (f.op) {
+        f.op->ready = true;
+        f.op->result = {OpOutcome::Done, {}};
+    }
+    if (f.release_ref) pending_release_.push_back(f.release_ref);
+    if (f.read_resp) --inflight_read_resps_;
+    queued_bytes_ -= f.total;
+}
+
+void Core::flush_locked() {
+    while (fd_ >= 0 && tx_ != TxState::Dead) {
+        refill_locked();
+        if (fpdus_.empty()) break;
+        std::array<struct iovec, kIovMax> iov;
+        size_t n = 0;
+        for (const Fpdu &f : fpdus_) {
+            if (n + kMaxPieces + 2 > iov.size()) break;
+            n += f.iov(&iov[n]);
+        }
+        msghdr mh{};
+        mh.msg_iov = iov.data();
+        mh.msg_iovlen = n;
+        ssize_t wr = ::sendmsg(fd_, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (wr < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            // The stream broke: the receive side sees it too and ends the stream.
+            tx_ = TxState::Dead;
+            drop_unwritten_locked();
+            fail_all_locked({OpOutcome::Disconnected, {}});
+            fpdus_.clear();
+            queued_bytes_ = 0;
+            wake();
+            break;
+        }
+        size_t left = static_cast<size_t>(wr);
+        while (left > 0 && !fpdus_.empty()) {
+            Fpdu &f = fpdus_.front();
+            size_t take = std::min(left, f.total - f.done);
+            f.done += take;
+            left -= take;
+            if (f.done == f.total) {
+                retire_fpdu_locked(f);
+                fpdus_.pop_front();
+            }
+        }
+    }
+    if (fd_ >= 0 && tx_ == TxState::Closing && fpdus_.empty() && msgs_.empty() && !shut_wr_) {
+        ::shutdown(fd_, SHUT_WR);
+        shut_wr_ = true;
+    }
+    update_out_locked();
+}
+
+void Core::update_out_locked() {
+    if (fd_ < 0) return;
+    bool want = !fpdus_.empty();
+    if (want == out_armed_) return;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP | (want ? uint32_t{EPOLLOUT} : 0u);
+    ev.data.fd = fd_;
+    if (::epoll_ctl(ep_fd_, EPOLL_CTL_MOD, fd_, &ev) == 0) out_armed_ = want;
+}
+
+void Core::own_partial_head_locked() {
+    if (fpdus_.empty()) return;
+    Fpdu &f = fpdus_.front();
+    if (f.done == 0 || f.done == f.total || !f.owned.empty()) return;
+    std::array<struct iovec, kMaxPieces + 2> iov;
+    size_t n = f.iov(iov.data());
+    std::vector<uint8_t> rest;
+    rest.reserve(f.total - f.done);
+    for (size_t i = 0; i < n; ++i) {
+        auto *b = static_cast<const uint8_t *>(iov[i].iov_base);
+        rest.insert(rest.end(), b, b + iov[i].iov_len);
+    }
+    if (f.release_ref) pending_release_.push_back(f.release_ref);
+    if (f.read_resp) --inflight_read_resps_;
+    queued_bytes_ -= f.total;
+    f.release_ref = nullptr;
+    f.read_resp = false;
+    f.op = nullptr;
+    f.npieces = 0;
+    f.owned = std::move(rest);
+    f.total = f.owned.size();
+    f.done = 0;
+    queued_bytes_ += f.total;
+}
+
+void Core::drop_unwritten_locked() {
+    own_partial_head_locked();
+    std::deque<Fpdu> keep;
+    for (Fpdu &f : fpdus_) {
+        if (!f.owned.empty() || f.terminate) {
+            keep.push_back(std::move(f));
+            continue;
+        }
+        if (f.release_ref) pending_release_.push_back(f.release_ref);
+        if (f.read_resp) --inflight_read_resps_;
+        queued_bytes_ -= f.total;
+    }
+    fpdus_.swap(keep);
+    std::deque<TxMsg> keep_msgs;
+    for (TxMsg &m : msgs_) {
+        if (m.terminate) {
+            keep_msgs.push_back(m);
+            continue;
+        }
+        if (m.release_ref) pending_release_.push_back(m.release_ref);
+        if (m.read_resp) --inflight_read_resps_;
+    }
+    msgs_.swap(keep_msgs);
+}
+
+void Core::fail_all_locked(OpResult r) {
+    bool first = true;
+    for (OpRec &o : ops_) {
+        if (o.ready) continue;
+        o.ready = true;
+        o.result = first ? r : OpResult{OpOutcome::Disconnected, {}};
+        first = false;
+    }
+    reads_.clear();
+    outstanding_reads_ = 0;
+}
+
+void Core::queue_terminate_locked(w::TermCode code, std::span<const uint8_t> offending,
+                                  bool include_hdr) {
+    local_closed_ = true;
+    rx_open_.store(false, std::memory_order_release);
+    drop_unwritten_locked();
+    fail_all_locked({OpOutcome::Disconnected, {}});
+    if (tx_ != TxState::Open || fd_ < 0 || terminate_queued_) {
+        if (tx_ == TxState::Open) tx_ = TxState::Closing;
+        flush_locked();
+        return;
+    }
+    TxMsg m;
+    m.fixed = true;
+    m.terminate = true;
+    w::TerminateSpec t{};
+    t.code = code;
+    if (include_hdr && offending.size() >= w::kTaggedHeaderLen) {
+        t.offending = offending;
+        t.offending_len = static_cast<uint16_t>(std::min<size_t>(offending.size(), 0xFFFF));
+        t.include_ddp_header = true;
+        t.include_rdma_header = true;  // only honoured for a Read Request
+    }
+    m.hdr_len = w::encode_terminate(t, m.hdr);
+    if (m.hdr_len == 0) {
+        t = {};
+        t.code = code;
+        m.hdr_len = w::encode_terminate(t, m.hdr);
+    }
+    msgs_.push_back(m);
+    terminate_queued_ = true;
+    tx_ = TxState::Closing;
+    flush_locked();
+}
+
+void Core::close_fd_locked(bool abortive) {
+    if (fd_ < 0) return;
+    if (abortive) {
+        linger lg{1, 0};
+        ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    }
+    ::epoll_ctl(ep_fd_, EPOLL_CTL_DEL, fd_, nullptr);
+    ::close(fd_);
+    fd_ = -1;
+    tx_ = TxState::Dead;
+    rx_open_.store(false, std::memory_order_release);
+    fpdus_.clear();  // only owned bytes or Terminates can be left: drop_unwritten ran
+    msgs_.clear();
+    queued_bytes_ = 0;
+}
+
+void Core::terminate(TerminateCode code) {
+    std::lock_guard lk(mu_);
+    queue_terminate_locked(to_wire(code), {}, false);
+    wake();
+}
+
+void Core::close(CloseKind kind) {
+    std::lock_guard lk(mu_);
+    local_closed_ = true;
+    rx_open_.store(false, std::memory_order_release);
+    drop_unwritten_locked();
+    fail_all_locked({OpOutcome::Disconnected, {}});
+    if (kind == CloseKind::Abortive && !terminate_queued_) {
+        abort_req_ = true;  // the progress thread closes the fd (it alone reads it)
+    } else if (tx_ == TxState::Open) {
+        tx_ = TxState::Closing;
+        flush_locked();
+    }
+    wake();
+}
+
+void Core::detach() {
+    detached_.store(true, std::memory_order_seq_cst);
+    rx_open_.store(false, std::memory_order_release);
+    if (!thread_.joinable() || std::this_thread::get_id() != thread_.get_id()) {
+        // Endpoint calls are short (a copy of at most one receive buffer); yield-wait like
+        // the engine's own gates do.
+        while (in_ep_.load(std::memory_order_acquire) != 0)
+            std::this_thread::yield();
+    }
+    std::deque<OpRec> left;
+    std::vector<void *> refs;
+    {
+        std::lock_guard lk(mu_);
+        local_closed_ = true;
+        drop_unwritten_locked();
+        left.swap(ops_);
+        reads_.clear();
+        outstanding_reads_ = 0;
+        refs.swap(pending_release_);
+        if (tx_ == TxState::Open) {
+            tx_ = TxState::Closing;
+            flush_locked();
+        }
+    }
+    if (ep_) {
+        for (void *r : refs)
+            ep_->rx_tagged_release(r);
+        if (recv_open_) {
+            ep_->rx_recv_abort(recv_, RI_WC_STATUS_WR_FLUSHED_ERROR);
+            recv_open_ = false;
+        }
+        for (OpRec &o : left)
+            ep_->tx_complete(o.ready ? o.result : OpResult{OpOutcome::Disconnected, {}});
+    }
+    wake();
+}
+
+// --------------------------------------------------------------------- progress thread
+
+void Core::run() {
+    std::array<epoll_event, 4> evs;
+    while (!exit_.load(std::memory_order_acquire)) {
+        int n = ::epoll_wait(ep_fd_, evs.data(), static_cast<int>(evs.size()), -1);
+        if (n < 0 && errno != EINTR) break;
+        bool readable = false, writable = false;
+        for (int i = 0; i < n; ++i) {
+            if (evs[i].data.fd == wake_fd_) {
+                uint64_t v;
+                [[maybe_unused]] ssize_t r = ::read(wake_fd_, &v, sizeof v);
+            } else {
+                if (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) readable = true;
+                if (evs[i].events & EPOLLOUT) writable = true;
+            }
+        }
+        if (exit_.load(std::memory_order_acquire)) break;
+        {
+            std::lock_guard lk(mu_);
+            if (abort_req_) {
+                abort_req_ = false;
+                close_fd_locked(true);
+            }
+        }
+        if (readable) do_read();
+        {
+            std::lock_guard lk(mu_);
+            if (writable || !fpdus_.empty() || !msgs_.empty()) flush_locked();
+        }
+        release_refs();
+        report_ready();
+    }
+}
+
+void Core::do_read() {
+    for (int iter = 0; iter < 16; ++iter) {
+        if (fd_ < 0) return;  // only this thread closes fd_
+        ssize_t n = ::recv(fd_, rxbuf_.get(), kRxBuf, MSG_DONTWAIT);
+        if (n > 0) {
+            std::span<const uint8_t> in(rxbuf_.get(), static_cast<size_t>(n));
+            while (!in.empty() && rx_open_.load(std::memory_order_acquire)) {
+                w::FeedResult r = dec_->feed(in);
+                in = in.subspan(r.consumed);
+                if (r.state == w::FeedState::Segment) {
+                    if (!handle_segment(dec_->segment())) break;
+                } else if (r.state == w::FeedState::Error) {
+                    protocol_error(w::term_code(dec_->error()), {}, false);
+                    break;
+                }
+            }
+            // Anything left after the stream stopped delivering is discarded.
+            if (static_cast<size_t>(n) < kRxBuf) return;
+            continue;
+        }
+        if (n == 0) {
+            on_stream_end(CloseKind::Graceful);
+            return;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+        on_stream_end(CloseKind::Abortive);
+        return;
+    }
+}
+
+void Core::on_stream_end(CloseKind kind) {
+    bool tell;
+    {
+        std::lock_guard lk(mu_);
+        tell = !local_closed_;
+        local_closed_ = true;
+        drop_unwritten_locked();
+        fail_all_locked({OpOutcome::Disconnected, {}});
+        close_fd_locked(kind == CloseKind::Abortive);
+    }
+    release_refs();
+    if (enter_ep()) {
+        if (recv_open_) {
+            ep_->rx_recv_abort(recv_, RI_WC_STATUS_WR_FLUSHED_ERROR);
+            recv_open_ = false;
+        }
+        if (tell) ep_->rx_llp_closed(kind);
+        leave_ep();
+    }
+}
+
+void Core::abort_open_recv(ri_wc_status_t st) {
+    if (!recv_open_) return;
+    recv_open_ = false;
+    if (recv_.wqe) ep_->rx_recv_abort(recv_, st);
+}
+
+// A violation the engine does not know about (framing, CRC, DDP/RDMAP sequencing): send
+// the Terminate and tell the engine the stream is gone. Called inside the endpoint gate.
+void Core::protocol_error(w::TermCode code, std::span<const uint8_t> ulpdu, bool include_hdr) {
+    bool tell;
+    {
+        std::lock_guard lk(mu_);
+        tell = !local_closed_;
+        queue_terminate_locked(code, ulpdu, include_hdr);
+    }
+    // The seam has no "transport-detected protocol error" entry: an abortive LLP close is
+    // the closest (the engine raises LLQ_CONNECTION_RESET and moves to Error).
+    if (enter_ep()) {
+        abort_open_recv(RI_WC_STATUS_LOCAL_QP_CATASTROPHIC);
+        if (tell) ep_->rx_llp_closed(CloseKind::Abortive);
+        leave_ep();
+    }
+}
+
+// The engine refused an arrival (RxStatus !ok): it already raised its event and moved to
+// Error; we send the Terminate it describes and close.
+void Core::engine_failed(TerminateCode code, std::span<const uint8_t> ulpdu) {
+    recv_open_ = recv_open_ && recv_.wqe != nullptr;
+    if (recv_open_ && enter_ep()) {
+        abort_open_recv(RI_WC_STATUS_LOCAL_QP_CATASTROPHIC);
+        leave_ep();
+    }
+    std::lock_guard lk(mu_);
+    queue_terminate_locked(to_wire(code), ulpdu, true);
+}
+
+bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
+    if (!enter_ep()) {
+        rx_open_.store(false, std::memory_order_release);
+        return false;
+    }
+    struct Leave {
+        Core *c;
+        ~Leave() { c->leave_ep(); }
+    } leave{this};
+
+    w::Segment s;
+    w::Status st = w::decode_segment(ulpdu, s, {p_.rfc7306});
+    if (st != w::Status::Ok) {
+        protocol_error(w::term_code(st), ulpdu, false);
+        return false;
+    }
+    w::UntaggedReassembler::Result rr;
+    if (!s.hdr.tagged()) {
+        st = reasm_.accept(s.hdr, static_cast<uint32_t>(s.payload.size()), rr);
+        if (st != w::Status::Ok) {
+            protocol_error(w::term_code(st), ulpdu, true);
+            return false;
+        }
+    }
+    const auto *payload = reinterpret_cast<const std::byte *>(s.payload.data());
+    switch (s.hdr.opcode) {
+        case w::Opcode::RdmaWrite: {
+            if (s.payload.empty()) return true;
+            IoSpan dst{};
+            void *ref = nullptr;
+            RxStatus rs =
+                ep_->rx_tagged_acquire(s.hdr.stag, s.hdr.to, s.payload.size(), false, dst, ref);
+            if (!rs.ok) {
+                engine_failed(rs.term, ulpdu);
+                return false;
+            }
+            std::memcpy(dst.ptr, payload, s.payload.size());
+            ep_->rx_tagged_release(ref);
+            return true;
+        }
+        case w::Opcode::Send:
+        case w::Opcode::SendSe:
+        case w::Opcode::SendInvalidate:
+        case w::Opcode::SendSeInvalidate: {
+            if (rr.msg_offset == 0) {
+                recv_ = {};
+                RxStatus rs = ep_->rx_recv_begin(recv_);
+                if (!rs.ok) {
+                    engine_failed(rs.term, ulpdu);
+                    return false;
+                }
+                recv_open_ = true;
+            }
+            if (!s.payload.empty()) {
+                RxStatus rs = ep_->rx_recv_place(recv_, rr.msg_offset, {payload, s.payload.size()});
+                if (!rs.ok) {
+                    engine_failed(rs.term, ulpdu);
+                    return false;
+                }
+            }
+            if (rr.complete) {
+                recv_open_ = false;
+                bool inv = w::carries_invalidate(s.hdr.opcode);
+                bool se = s.hdr.opcode == w::Opcode::SendSe ||
+                          s.hdr.opcode == w::Opcode::SendSeInvalidate;
+                RxStatus rs = ep_->rx_recv_end(recv_, inv ? OpKind::SendInvalidate : OpKind::Send,
+                                               rr.msg_length, se, s.hdr.inv_stag, 0);
+                if (!rs.ok) {
+                    engine_failed(rs.term, ulpdu);
+                    return false;
+                }
+            }
+            return true;
+        }
+        case w::Opcode::ReadRequest: {
+            const w::ReadRequestBody &b = s.read;
+            bool over;
+            {
+                std::lock_guard lk(mu_);
+                over = inflight_read_resps_ >= ird_;
+            }
+            if (over) {
+                protocol_error(kTermIrdExceeded, ulpdu, true);
+                return false;
+            }
+            w::DdpHeader first{};
+            first.opcode = w::Opcode::ReadResponse;
+            first.stag = b.sink_stag;
+            first.to = b.sink_to;
+            w::Segmenter check;
+            if (w::Status cs = check.start(first, b.size, mulpdu_); cs != w::Status::Ok) {
+                protocol_error(w::term_code(cs), ulpdu, true);
+                return false;
+            }
+            TxMsg m;
+            m.first = first;
+            m.length = b.size;
+            m.read_resp = true;
+            if (b.size > 0) {
+                IoSpan src{};
+                void *ref = nullptr;
+                RxStatus rs = ep_->rx_tagged_acquire(b.src_stag, b.src_to, b.size, true, src, ref);
+                if (!rs.ok) {
+                    engine_failed(rs.term, ulpdu);
+                    return false;
+                }
+                m.src[0] = src;
+                m.nsrc = 1;
+                m.release_ref = ref;
+            }
+            std::lock_guard lk(mu_);
+            if (tx_ != TxState::Open || local_closed_) {
+                if (m.release_ref) pending_release_.push_back(m.release_ref);
+                return false;
+            }
+            ++inflight_read_resps_;
+            msgs_.push_back(m);
+            flush_locked();
+            return true;
+        }
+        case w::Opcode::ReadResponse: {
+            OpRec *rd = nullptr;
+            {
+                std::lock_guard lk(mu_);
+                if (!reads_.empty()) rd = reads_.front();
+            }
+            if (!rd || s.hdr.stag != rd->sink_stag) {
+                protocol_error(kTermBadSinkStag, ulpdu, true);
+                return false;
+            }
+            uint64_t n = s.payload.size();
+            if (s.hdr.to != rd->placed || n > rd->length - rd->placed ||
+                (s.hdr.last && rd->placed + n != rd->length)) {
+                protocol_error(kTermSinkBounds, ulpdu, true);
+                return false;
+            }
+            // Scatter into the sink list at offset `placed`.
+            uint64_t off = rd->placed, done = 0, base = 0;
+            for (uint32_t i = 0; i < rd->nsink && done < n; ++i) {
+                const IoSpan &sp = rd->sink[i];
+                if (off + done < base + sp.len) {
+                    uint64_t in = off + done - base;
+                    uint64_t k = std::min<uint64_t>(sp.len - in, n - done);
+                    std::memcpy(sp.ptr + in, payload + done, k);
+                    done += k;
+                }
+                base += sp.len;
+            }
+            rd->placed += n;
+            if (s.hdr.last) {
+                std::lock_guard lk(mu_);
+                if (!reads_.empty() && reads_.front() == rd) {
+                    reads_.pop_front();
+                    --outstanding_reads_;
+                    rd->ready = true;
+                    rd->result = {OpOutcome::Done, {}};
+                    flush_locked();  // a held Read Request may go now
+                }
+            }
+            return true;
+        }
+        case w::Opcode::Terminate: {
+            TerminateCode code{s.term.code.layer, s.term.code.etype, s.term.code.ecode};
+            bool had_op = false;
+            {
+                std::lock_guard lk(mu_);
+                local_closed_ = true;
+                rx_open_.store(false, std::memory_order_release);
+                drop_unwritten_locked();
+                for (OpRec &o : ops_)
+                    had_op = had_op || !o.ready;
+                // The oldest unfinished op is the one the peer failed (in-order stream).
+                fail_all_locked({OpOutcome::Terminated, code});
+                if (tx_ == TxState::Open) tx_ = TxState::Closing;
+                flush_locked();
+            }
+            abort_open_recv(RI_WC_STATUS_WR_FLUSHED_ERROR);
+            // With an op outstanding its Terminated report raises the event and moves the
+            // QP to Error; calling rx_terminate as well would raise it twice.
+            if (!had_op) ep_->rx_terminate(code, ulpdu.subspan(w::kUntaggedHeaderLen));
+            return false;
+        }
+        default:
+            // RFC 7306 opcodes with rfc7306 set: not carried yet (see the file comment).
+            protocol_error(w::term_code(w::Status::RdmapUnexpectedOpcode), ulpdu, false);
+            return false;
+    }
+}
+
+void Core::release_refs() {
+    // Taken off the list only inside the gate: once detached, detach() releases them.
+    if (!enter_ep()) return;
+    std::vector<void *> refs;
+    {
+        std::lock_guard lk(mu_);
+        refs.swap(pending_release_);
+    }
+    for (void *r : refs)
+        ep_->rx_tagged_release(r);
+    leave_ep();
+}
+
+void Core::report_ready() {
+    for (;;) {
+        if (!enter_ep()) return;
+        OpResult r;
+        bool have = false;
+        {
+            std::lock_guard lk(mu_);
+            if (!ops_.empty() && ops_.front().ready) {
+                r = ops_.front().result;
+                ops_.pop_front();
+                ++reporting_;
+                have = true;
+            }
+        }
+        if (have) ep_->tx_complete(r);
+        {
+            std::lock_guard lk(mu_);
+            if (have) --reporting_;
+        }
+        leave_ep();
+        if (!have) return;
+    }
+}
+
+// ---------------------------------------------------------------------------- channel
+
+class TcpChannel final : public Channel {
+  public:
+    explicit TcpChannel(std::shared_ptr<Core> c) : core_(std::move(c)) {}
+    ~TcpChannel() override { core_->shutdown_owner(); }
+    bool asynchronous() const override { return true; }
+    void attach(Endpoint *ep) override { core_->attach(ep); }
+    void detach() override { core_->detach(); }
+    OpResult submit(const OutboundOp &op) override { return core_->submit(op); }
+    void terminate(TerminateCode term, std::span<const uint8_t>) override {
+        core_->terminate(term);
+    }
+    void close(CloseKind kind) override { core_->close(kind); }
+
+  private:
+    std::shared_ptr<Core> core_;
+};
+
+std::mutex g_mu;
+std::map<int, StreamParams> g_unclaimed;
+
+std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, bool &mine) {
+    StreamParams p;
+    {
+        std::lock_guard lk(g_mu);
+        auto it = g_unclaimed.find(h);
+        if (it == g_unclaimed.end()) {
+            mine = false;
+            return nullptr;
+        }
+        mine = true;
+        p = it->second;
+        g_unclaimed.erase(it);
+    }
+    // On failure the handle is consumed but the fd stays the caller's (nothing claimed it).
+    auto core = std::make_shared<Core>(h, p);
+    if (!core->ok()) return nullptr;
+    return std::make_unique<TcpChannel>(std::move(core));
+}
+
+}  // namespace
+
+std::unique_ptr<Channel> make_channel(int fd, const StreamParams &params) {
+    auto core = std::make_shared<Core>(fd, params);
+    if (!core->ok()) return nullptr;
+    return std::make_unique<TcpChannel>(std::move(core));
+}
+
+void ensure_registered() {
+    register_llp_claimer(&claim);
+}
+
+ri_llp_stream_handle_t adopt_socket(int fd, const StreamParams &params) {
+    if (fd < 0 || fd >= (1 << 30)) return -1;  // loopback handles live above 2^30
+    int type = 0;
+    socklen_t sl = sizeof type;
+    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &sl) != 0 || type != SOCK_STREAM) return -1;
+    int fl = ::fcntl(fd, F_GETFL);
+    if (fl < 0 || ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) return -1;
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // FPDUs are latency-bound
+    ensure_registered();
+    std::lock_guard lk(g_mu);
+    g_unclaimed[fd] = params;
+    return fd;
+}
+
+bool forget_socket(ri_llp_stream_handle_t h) {
+    std::lock_guard lk(g_mu);
+    return g_unclaimed.erase(h) != 0;
+}
+
+}  // namespace softrnic::transport::tcp

@@ -1,0 +1,50 @@
+// TCP/iWARP transport channel: carries RDMAP operations between two QPs over a connected
+// TCP socket as MPA FPDUs (RFC 5044) holding DDP segments (RFC 5041) with RDMAP headers
+// (RFC 5040), using the codec in wire/.
+//
+// RNICPI leaves connection setup to the ULP: it runs the MPA Request/Reply exchange on the
+// connected socket and then hands the socket to ri_qp_modify(IDLE->RTS). adopt_socket() is
+// that hand-over: it records the negotiated stream parameters and makes the fd a valid LLP
+// stream handle; the engine's claim turns it into a TcpChannel that owns the fd.
+//
+// Threading: one progress thread per channel (started at attach) owns the receive side
+// and every call into the Endpoint; it blocks in epoll when idle. The posting thread
+// encodes and writes directly (non-blocking) under a small per-channel mutex; what the
+// kernel does not take stays queued and the progress thread flushes it on EPOLLOUT.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "rnicpi/rnicpi.h"
+#include "transport/transport.hpp"
+
+namespace softrnic::transport::tcp {
+
+// Result of the MPA exchange done by the ULP before the hand-over.
+struct StreamParams {
+    bool crc = false;            // CRC32c negotiated (both directions)
+    uint32_t mulpdu_tx = 0;      // largest ULPDU we send; 0: from the socket's TCP_MAXSEG
+    uint32_t mulpdu_rx_cap = 0;  // largest ULPDU we accept; 0: 65535 (the peer's MSS rules)
+    uint32_t ird = 16;           // inbound Read Requests we accept outstanding
+    uint32_t ord = 16;           // outbound Read Requests we may have outstanding
+    bool rfc7306 = false;        // RFC 7306 opcodes negotiated (see tcp_channel.cpp)
+};
+
+// Registers a connected TCP socket whose MPA exchange is complete (the Request/Reply
+// already consumed) as an LLP stream handle. Returns the handle (the fd itself), or -1
+// when `fd` is not a usable socket. Until a QP claims it the caller still owns the fd;
+// once claimed, the channel owns it and closes it on destruction.
+ri_llp_stream_handle_t adopt_socket(int fd, const StreamParams &params);
+
+// Forgets an adopted socket nobody claimed (the caller keeps ownership). False when the
+// handle is unknown or already claimed.
+bool forget_socket(ri_llp_stream_handle_t h);
+
+// Makes the TCP transport known to the LLP registry (idempotent; adopt_socket calls it).
+void ensure_registered();
+
+// Exposed for tests: the channel the claimer builds.
+std::unique_ptr<Channel> make_channel(int fd, const StreamParams &params);
+
+}  // namespace softrnic::transport::tcp

@@ -1,0 +1,528 @@
+// TCP/iWARP channel end to end: two RNIC instances in one process, a real TCP connection
+// over 127.0.0.1 with a real MPA Request/Reply exchange (codec helpers), each end adopted
+// and claimed by a QP moving to RTS. Data path (send, write, read, invalidate), CRC on and
+// off, small and default MULPDU, error paths (bad STag, peer loss, corrupted CRC) and a
+// quick latency/bandwidth measurement.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "../rnicpi/fixture.hpp"
+#include "transport/tcp/tcp_channel.hpp"
+#include "transport/tcp/wire/crc32c.hpp"
+#include "transport/tcp/wire/ddp_rdmap.hpp"
+#include "transport/tcp/wire/fpdu.hpp"
+#include "transport/tcp/wire/mpa.hpp"
+
+using namespace rt;
+namespace tcp = softrnic::transport::tcp;
+namespace w = softrnic::transport::tcp::wire;
+
+namespace {
+
+// Connected socket pair over 127.0.0.1 (listen on port 0, connect, accept).
+bool socket_pair(int &a, int &b) {
+    int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (l < 0) return false;
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof sa;
+    if (::bind(l, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0 || ::listen(l, 1) != 0 ||
+        ::getsockname(l, reinterpret_cast<sockaddr *>(&sa), &sl) != 0) {
+        ::close(l);
+        return false;
+    }
+    a = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool ok = a >= 0 && ::connect(a, reinterpret_cast<sockaddr *>(&sa), sizeof sa) == 0;
+    b = ok ? ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC) : -1;
+    ::close(l);
+    return ok && b >= 0;
+}
+
+bool write_all(int fd, const uint8_t *p, size_t n) {
+    while (n) {
+        ssize_t r = ::send(fd, p, n, MSG_NOSIGNAL);
+        if (r <= 0) return false;
+        p += r;
+        n -= static_cast<size_t>(r);
+    }
+    return true;
+}
+
+// Reads one MPA frame byte-exactly (never past it: what follows belongs to the FPDUs).
+bool read_mpa(int fd, w::MpaParser &p) {
+    uint8_t c;
+    while (p.state() == w::MpaParser::State::NeedMore) {
+        pollfd pf{fd, POLLIN, 0};
+        if (::poll(&pf, 1, 5000) != 1 || ::recv(fd, &c, 1, 0) != 1) return false;
+        p.feed({&c, 1});
+    }
+    return p.state() == w::MpaParser::State::Complete;
+}
+
+// MPA v2 exchange on a blocking socket pair: `a` initiates, `b` responds.
+bool mpa_exchange(int a, int b, bool want_crc, w::MpaResult &ra, w::MpaResult &rb) {
+    w::MpaConfig cfg;
+    cfg.want_crc = want_crc;
+    cfg.ird = cfg.ord = 16;
+    w::MpaFrame req = w::mpa_make_request(cfg);
+    uint8_t buf[w::kMpaMaxFrame];
+    size_t n = 0;
+    if (w::build_mpa_frame(req, buf, n) != w::Status::Ok || !write_all(a, buf, n)) return false;
+    w::MpaParser pb(w::MpaKind::Request);
+    if (!read_mpa(b, pb)) return false;
+    w::MpaConfig rcfg;  // responder: no CRC preference of its own
+    w::MpaFrame rep;
+    if (w::mpa_respond(rcfg, pb.frame(), {}, rep, rb) != w::Status::Ok) return false;
+    if (w::build_mpa_frame(rep, buf, n) != w::Status::Ok || !write_all(b, buf, n)) return false;
+    w::MpaParser pa(w::MpaKind::Reply);
+    if (!read_mpa(a, pa)) return false;
+    return w::mpa_finish_initiator(cfg, req, pa.frame(), ra) == w::Status::Ok;
+}
+
+tcp::StreamParams params_of(const w::MpaResult &r, uint32_t mulpdu) {
+    tcp::StreamParams p;
+    p.crc = r.crc;
+    p.ird = r.ird;
+    p.ord = r.ord;
+    p.mulpdu_tx = mulpdu;
+    return p;
+}
+
+ri_api_return_t to_rts(Qp *q, ri_llp_stream_handle_t h) {
+    ri_err_data_t e = 0;
+    ri_qp_attr_t at{};
+    at.state = RI_QP_STATE_READY_TO_SEND;
+    at.qp_xport.qp_iwarp.llp_stream_handle = h;
+    return ri_qp_modify(q->owner->rnic, q->h,
+                        QM(RI_QP_ATTR_NEXT_STATE | RI_QP_ATTR_LLQ_STREAM_HANDLE), &at, &e);
+}
+
+struct Cfg {
+    bool crc;
+    uint32_t mulpdu;  // 0: from the MSS
+};
+
+class TcpTest : public ::testing::TestWithParam<Cfg> {
+  protected:
+    void SetUp() override { ASSERT_TRUE(ra.ok() && rb.ok()); }
+
+    // Creates the QPs and connects them over TCP with a real MPA exchange.
+    void up(const QpOpts &oa = {}, const QpOpts &ob = {}, Cfg c = {true, 0}) {
+        a = ra.new_qp(oa);
+        b = rb.new_qp(ob);
+        ASSERT_TRUE(a && b);
+        int fa = -1, fb = -1;
+        ASSERT_TRUE(socket_pair(fa, fb));
+        w::MpaResult ma, mb;
+        ASSERT_TRUE(mpa_exchange(fa, fb, c.crc, ma, mb));
+        EXPECT_EQ(ma.crc, c.crc);
+        EXPECT_EQ(mb.crc, c.crc);
+        ri_llp_stream_handle_t ha = tcp::adopt_socket(fa, params_of(ma, c.mulpdu));
+        ri_llp_stream_handle_t hb = tcp::adopt_socket(fb, params_of(mb, c.mulpdu));
+        ASSERT_EQ(ha, fa);
+        ASSERT_EQ(hb, fb);
+        ASSERT_EQ(to_rts(a, ha), RI_RET_SUCCESS);
+        ASSERT_EQ(to_rts(b, hb), RI_RET_SUCCESS);
+    }
+    Cfg cfg() const { return GetParam(); }
+
+    Rnic ra{"A"}, rb{"B"};
+    Qp *a = nullptr, *b = nullptr;
+};
+
+// Send of `len` bytes split over `nsge` SGEs, received into one buffer; byte-exact.
+void send_one(Rnic &ra, Rnic &rb, Qp *a, Qp *b, size_t len, uint32_t nsge, uint64_t seed) {
+    Buf src(len ? len : 1), dst(len + 64, 0x11);
+    src.fill(seed);
+    Mr *ms = ra.reg(src, kLocalRW);
+    Mr *md = rb.reg(dst, kLocalRW);
+    ASSERT_TRUE(ms && md);
+    ri_data_seg_t r = sge(dst.data(), static_cast<uint32_t>(len + 64), md->ltag);
+    ASSERT_EQ(post_recv(b, 7, &r, 1), RI_RET_SUCCESS);
+    std::vector<ri_data_seg_t> sg;
+    size_t off = 0;
+    for (uint32_t i = 0; i < nsge; ++i) {
+        size_t piece = i + 1 == nsge ? len - off : len / nsge;
+        sg.push_back(sge(src.data() + off, static_cast<uint32_t>(piece), ms->ltag));
+        off += piece;
+    }
+    ASSERT_EQ(post_send(a, RI_WR_TYPE_SEND, kSig, 5, sg.data(), nsge), RI_RET_SUCCESS);
+    ri_rc_wc_t s = must_poll(ra, a->scq);
+    EXPECT_WC(s, RI_WC_TYPE_SEND, RI_WC_STATUS_SUCCESS, 5, len);
+    ri_rc_wc_t rc = must_poll(rb, b->rcq);
+    EXPECT_WC(rc, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_SUCCESS, 7, len);
+    EXPECT_EQ(first_diff(src.data(), dst.data(), len), SIZE_MAX) << "len " << len;
+    for (size_t i = len; i < len + 64; ++i)
+        ASSERT_EQ(dst.data()[i], 0x11) << "past the message at " << i;
+    EXPECT_TRUE(dst.guards_intact());
+}
+
+TEST_P(TcpTest, SendSizes) {
+    up({}, {}, cfg());
+    for (size_t len : {size_t{0}, size_t{1}, size_t{4096}, size_t{1} << 20, size_t{16} << 20})
+        send_one(ra, rb, a, b, len, 1, len + 1);
+    send_one(ra, rb, a, b, 100000, 5, 99);  // multi-SGE, uneven pieces
+    send_one(ra, rb, a, b, 3, 3, 98);       // one byte per SGE
+}
+
+TEST_P(TcpTest, WriteThenReadBack) {
+    up({}, {}, cfg());
+    const size_t len = (1 << 20) + 13;
+    Buf src(len), dst(len, 0), back(len, 0);
+    src.fill(3);
+    Mr *ms = ra.reg(src, kLocalRW);
+    Mr *mback = ra.reg(back, kLocalRW);
+    Mr *md = rb.reg(dst, kAllRemote);
+    ri_data_seg_t s = sge(src.data(), static_cast<uint32_t>(len), ms->ltag);
+    ASSERT_EQ(post_write(a, kSig, 1, &s, 1, dst.va(), md->rtag), RI_RET_SUCCESS);
+    {
+        ri_rc_wc_t wc_ = must_poll(ra, a->scq);
+        EXPECT_WC(wc_, RI_WC_TYPE_RDMA_WRITE, RI_WC_STATUS_SUCCESS, 1, len);
+    }
+    // Split the read sink over two SGEs to check scatter across spans.
+    ri_data_seg_t r[2] = {sge(back.data(), 1000, mback->ltag),
+                          sge(back.data() + 1000, static_cast<uint32_t>(len - 1000), mback->ltag)};
+    ASSERT_EQ(post_read(a, kSig, 2, r, 2, dst.va(), md->rtag), RI_RET_SUCCESS);
+    {
+        ri_rc_wc_t wc_ = must_poll(ra, a->scq);
+        EXPECT_WC(wc_, RI_WC_TYPE_RDMA_READ, RI_WC_STATUS_SUCCESS, 2, len);
+    }
+    EXPECT_EQ(first_diff(src.data(), dst.data(), len), SIZE_MAX);
+    EXPECT_EQ(first_diff(src.data(), back.data(), len), SIZE_MAX);
+    EXPECT_TRUE(dst.guards_intact());
+    EXPECT_TRUE(back.guards_intact());
+}
+
+// More reads than ORD outstanding, interleaved with sends: completions in posting order.
+TEST_P(TcpTest, ManyReadsInOrder) {
+    QpOpts o;
+    o.ord = 2;
+    o.ird = 2;
+    up(o, o, cfg());
+    const size_t len = 200000;
+    Buf remote(len), sink(len * 8, 0), msg(64), rbuf(64 * 8);
+    remote.fill(9);
+    msg.fill(1);
+    Mr *mr = rb.reg(remote, kAllRemote);
+    Mr *ms = ra.reg(sink, kLocalRW);
+    Mr *mm = ra.reg(msg, kLocalRW);
+    Mr *mrb = rb.reg(rbuf, kLocalRW);
+    for (int i = 0; i < 8; ++i) {
+        ri_data_seg_t r = sge(rbuf.data() + 64 * i, 64, mrb->ltag);
+        ASSERT_EQ(post_recv(b, 100 + i, &r, 1), RI_RET_SUCCESS);
+    }
+    for (int i = 0; i < 8; ++i) {
+        ri_data_seg_t s = sge(sink.data() + len * i, static_cast<uint32_t>(len), ms->ltag);
+        ASSERT_EQ(post_read(a, kSig, 10 + 2 * i, &s, 1, remote.va(), mr->rtag), RI_RET_SUCCESS);
+        ri_data_seg_t m = sge(msg.data(), 64, mm->ltag);
+        ASSERT_EQ(post_send(a, RI_WR_TYPE_SEND, kSig, 11 + 2 * i, &m, 1), RI_RET_SUCCESS);
+    }
+    auto wcs = poll_n(ra, a->scq, 16);
+    for (size_t i = 0; i < wcs.size(); ++i) {
+        EXPECT_EQ(wcs[i].id, 10 + i) << "completion order";
+        EXPECT_EQ(wcs[i].op_status, RI_WC_STATUS_SUCCESS);
+        EXPECT_EQ(wcs[i].op_type, i % 2 ? RI_WC_TYPE_SEND : RI_WC_TYPE_RDMA_READ);
+    }
+    for (int i = 0; i < 8; ++i)
+        EXPECT_EQ(first_diff(remote.data(), sink.data() + len * i, len), SIZE_MAX) << i;
+    auto rcs = poll_n(rb, b->rcq, 8);
+    for (size_t i = 0; i < rcs.size(); ++i)
+        EXPECT_EQ(rcs[i].id, 100 + i);
+}
+
+TEST_P(TcpTest, SendWithInvalidate) {
+    up({}, {}, cfg());
+    Buf target(4096), src(32), dst(32);
+    Mr *mt = rb.reg(target, kAllRemote);
+    Mr *ms = ra.reg(src, kLocalRW);
+    Mr *md = rb.reg(dst, kLocalRW);
+    ri_data_seg_t r = sge(dst.data(), 32, md->ltag);
+    ASSERT_EQ(post_recv(b, 1, &r, 1), RI_RET_SUCCESS);
+    ri_data_seg_t s = sge(src.data(), 32, ms->ltag);
+    ASSERT_EQ(post_send(a, RI_WR_TYPE_SEND_INVALIDATE, kSig | RI_WR_SOLICITED_EVENT_FLAG, 2, &s, 1,
+                        mt->rtag),
+              RI_RET_SUCCESS);
+    {
+        ri_rc_wc_t wc_ = must_poll(ra, a->scq);
+        EXPECT_WC(wc_, RI_WC_TYPE_SEND, RI_WC_STATUS_SUCCESS, 2, 32);
+    }
+    ri_rc_wc_t wc = must_poll(rb, b->rcq);
+    EXPECT_WC(wc, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_SUCCESS, 1, 32);
+    EXPECT_TRUE(wc.flags & RI_WC_FLAG_RTAG_INVALIDATE);
+    EXPECT_TRUE(wc.flags & RI_WC_FLAG_SOLICITED_EVENT);
+    EXPECT_EQ(wc.invalidated_rtag, mt->rtag);
+    // The STag is gone: a write to it now fails at B (Terminate back to A).
+    ASSERT_EQ(post_write(a, 0, 3, &s, 1, target.va(), mt->rtag), RI_RET_SUCCESS);
+    EXPECT_TRUE(wait_state(b, RI_QP_STATE_ERROR));
+    EXPECT_TRUE(wait_state(a, RI_QP_STATE_ERROR));
+}
+
+// 1000 small sends posted back to back: segmentation, socket-full queueing, in-order.
+TEST_P(TcpTest, ThousandSmallSends) {
+    constexpr int kN = 1000;
+    QpOpts o;
+    o.sq = 1024;
+    o.rq = 1024;
+    o.scq = ra.new_cq(2048);
+    o.rcq = ra.new_cq(2048);
+    QpOpts ob = o;
+    ob.scq = rb.new_cq(2048);
+    ob.rcq = rb.new_cq(2048);
+    up(o, ob, cfg());
+    const uint32_t len = 700;
+    Buf src(len * kN), dst(len * kN, 0);
+    src.fill(77);
+    Mr *ms = ra.reg(src, kLocalRW);
+    Mr *md = rb.reg(dst, kLocalRW);
+    for (int i = 0; i < kN; ++i) {
+        ri_data_seg_t r = sge(dst.data() + size_t{len} * i, len, md->ltag);
+        ASSERT_EQ(post_recv(b, i, &r, 1), RI_RET_SUCCESS);
+    }
+    for (int i = 0; i < kN; ++i) {
+        ri_data_seg_t s = sge(src.data() + size_t{len} * i, len, ms->ltag);
+        ASSERT_EQ(post_send(a, RI_WR_TYPE_SEND, kSig, i, &s, 1), RI_RET_SUCCESS);
+    }
+    auto sw = poll_n(ra, a->scq, kN);
+    for (size_t i = 0; i < sw.size(); ++i) {
+        EXPECT_EQ(sw[i].id, i);
+        EXPECT_EQ(sw[i].op_status, RI_WC_STATUS_SUCCESS);
+    }
+    auto rw = poll_n(rb, b->rcq, kN);
+    for (size_t i = 0; i < rw.size(); ++i) {
+        EXPECT_EQ(rw[i].id, i);
+        EXPECT_EQ(rw[i].bytes_transferred, len);
+    }
+    EXPECT_EQ(first_diff(src.data(), dst.data(), src.size()), SIZE_MAX);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, TcpTest,
+                         ::testing::Values(Cfg{true, 0}, Cfg{false, 0}, Cfg{true, 512},
+                                           Cfg{false, 1460}),
+                         [](const auto &i) {
+                             return std::string(i.param.crc ? "Crc" : "NoCrc") + "Mulpdu" +
+                                    std::to_string(i.param.mulpdu);
+                         });
+
+class TcpErrors : public TcpTest {};
+
+TEST_F(TcpErrors, BadStagWrite) {
+    up();
+    Buf src(4096), sink(64), target(64);
+    Mr *ms = ra.reg(src, kLocalRW);
+    Mr *mk = ra.reg(sink, kLocalRW);
+    Mr *mt = rb.reg(target, kAllRemote);
+    ri_data_seg_t s = sge(src.data(), 4096, ms->ltag);
+    // Write to an STag B never issued; the read behind it is outstanding when the
+    // Terminate arrives and completes with it (the write itself completed locally once
+    // its bytes were in the kernel, as iWARP writes do).
+    ASSERT_EQ(post_write(a, kSig, 1, &s, 1, 0x1000, mt->rtag ^ 0x5500), RI_RET_SUCCESS);
+    ri_data_seg_t k = sge(sink.data(), 64, mk->ltag);
+    ASSERT_EQ(post_read(a, kSig, 2, &k, 1, target.va(), mt->rtag), RI_RET_SUCCESS);
+    ri_rc_wc_t w1 = must_poll(ra, a->scq);
+    EXPECT_EQ(w1.id, 1u);
+    EXPECT_EQ(w1.op_status, RI_WC_STATUS_SUCCESS);
+    ri_rc_wc_t w2 = must_poll(ra, a->scq);
+    EXPECT_EQ(w2.id, 2u);
+    EXPECT_EQ(w2.op_status, RI_WC_STATUS_REMOTE_TERMINATION_ERROR);
+    EXPECT_TRUE(wait_event(ra, RI_EVENT_QP_TERMINATE_MESSAGE_RECEIVED, a->os()));
+    EXPECT_TRUE(wait_event(rb, RI_EVENT_QP_PROTECTION_ERROR_STAG_QP_MISMATCH, b->os()))
+        << rb.rec.describe_events();
+    EXPECT_TRUE(wait_state(a, RI_QP_STATE_ERROR));
+    EXPECT_TRUE(wait_state(b, RI_QP_STATE_ERROR));
+    ri_qp_attr_t qa = query(a);
+    EXPECT_FALSE(qa.qp_xport.qp_iwarp.is_terminate_local);
+    EXPECT_GE(qa.qp_xport.qp_iwarp.terminate_msg_length, 4u);
+    // DDP tagged, invalid STag (the engine's code for an unknown STag).
+    EXPECT_EQ(qa.qp_xport.qp_iwarp.terminate_buffer[0] >> 4, 1);
+    EXPECT_EQ(qa.qp_xport.qp_iwarp.terminate_buffer[0] & 0xF, 1);
+}
+
+TEST_F(TcpErrors, PeerDestroyedMidStream) {
+    up();
+    Buf dst(4096), sink(1 << 20), remote(1 << 20);
+    Mr *md = ra.reg(dst, kLocalRW);
+    Mr *mk = ra.reg(sink, kLocalRW);
+    Mr *mr = rb.reg(remote, kAllRemote);
+    ri_data_seg_t r = sge(dst.data(), 4096, md->ltag);
+    ASSERT_EQ(post_recv(a, 1, &r, 1), RI_RET_SUCCESS);
+    ri_data_seg_t k = sge(sink.data(), 1 << 20, mk->ltag);
+    for (int i = 0; i < 4; ++i)
+        ASSERT_EQ(post_read(a, kSig, 10 + i, &k, 1, remote.va(), mr->rtag), RI_RET_SUCCESS);
+    ASSERT_EQ(rb.destroy(b), RI_RET_SUCCESS);
+    auto t0 = Clock::now();
+    auto sw = poll_n(ra, a->scq, 4, std::chrono::seconds(5));
+    for (size_t i = 0; i < sw.size(); ++i) {
+        EXPECT_EQ(sw[i].id, 10 + i);
+        // A read may have finished before B went away; one that B was serving while its
+        // destroy closed the rx gate gets B's Terminate (local catastrophic).
+        EXPECT_TRUE(sw[i].op_status == RI_WC_STATUS_WR_FLUSHED_ERROR ||
+                    sw[i].op_status == RI_WC_STATUS_SUCCESS ||
+                    sw[i].op_status == RI_WC_STATUS_REMOTE_TERMINATION_ERROR)
+            << sw[i].op_status;
+    }
+    ri_rc_wc_t rw = must_poll(ra, a->rcq);
+    EXPECT_EQ(rw.id, 1u);
+    EXPECT_EQ(rw.op_status, RI_WC_STATUS_WR_FLUSHED_ERROR);
+    EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
+    EXPECT_TRUE(wait_state(a, RI_QP_STATE_ERROR));
+}
+
+TEST_F(TcpErrors, PeerSocketClosed) {
+    a = ra.new_qp();
+    ASSERT_TRUE(a);
+    int fa = -1, fb = -1;
+    ASSERT_TRUE(socket_pair(fa, fb));
+    tcp::StreamParams p;
+    ASSERT_EQ(to_rts(a, tcp::adopt_socket(fa, p)), RI_RET_SUCCESS);
+    Buf dst(64);
+    Mr *md = ra.reg(dst, kLocalRW);
+    ri_data_seg_t r = sge(dst.data(), 64, md->ltag);
+    ASSERT_EQ(post_recv(a, 1, &r, 1), RI_RET_SUCCESS);
+    linger lg{1, 0};
+    ::setsockopt(fb, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    ::close(fb);  // RST
+    ri_rc_wc_t rw = must_poll(ra, a->rcq);
+    EXPECT_EQ(rw.op_status, RI_WC_STATUS_WR_FLUSHED_ERROR);
+    EXPECT_TRUE(wait_state(a, RI_QP_STATE_ERROR));
+    EXPECT_TRUE(wait_event(ra, RI_EVENT_QP_LLQ_CONNECTION_RESET, a->os()));
+}
+
+// A raw peer sends a Send FPDU with a corrupted CRC: the QP answers with Terminate
+// LLP/MPA/CRC (layer 2, etype 0, ecode 2) and goes to Error.
+TEST_F(TcpErrors, CorruptedCrc) {
+    a = ra.new_qp();
+    ASSERT_TRUE(a);
+    int fa = -1, fb = -1;
+    ASSERT_TRUE(socket_pair(fa, fb));
+    tcp::StreamParams p;
+    p.crc = true;
+    ASSERT_EQ(to_rts(a, tcp::adopt_socket(fa, p)), RI_RET_SUCCESS);
+    Buf dst(64);
+    Mr *md = ra.reg(dst, kLocalRW);
+    ri_data_seg_t r = sge(dst.data(), 64, md->ltag);
+    ASSERT_EQ(post_recv(a, 1, &r, 1), RI_RET_SUCCESS);
+
+    w::DdpHeader h{};
+    h.opcode = w::Opcode::Send;
+    h.qn = 0;
+    h.msn = 1;
+    uint8_t hdr[w::kMaxHeaderLen];
+    size_t hl = w::encode_ddp_header(h, hdr);
+    uint8_t payload[16] = {1, 2, 3};
+    uint8_t fpdu[128];
+    size_t n = 0;
+    ASSERT_EQ(w::encode_fpdu({hdr, hl}, {payload, sizeof payload}, true, fpdu, n), w::Status::Ok);
+    fpdu[n - 1] ^= 0x5A;  // corrupt the CRC
+    ASSERT_TRUE(write_all(fb, fpdu, n));
+
+    // Read the Terminate FPDU.
+    w::FpduDecoder dec({true, 0xFFFF});
+    uint8_t in[512];
+    bool got = false;
+    w::Segment seg;
+    auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (!got && Clock::now() < deadline) {
+        pollfd pf{fb, POLLIN, 0};
+        if (::poll(&pf, 1, 100) != 1) continue;
+        ssize_t k = ::recv(fb, in, sizeof in, 0);
+        if (k <= 0) break;
+        std::span<const uint8_t> rest(in, static_cast<size_t>(k));
+        while (!rest.empty() && !got) {
+            auto fr = dec.feed(rest);
+            rest = rest.subspan(fr.consumed);
+            if (fr.state == w::FeedState::Segment) {
+                ASSERT_EQ(w::decode_segment(dec.segment(), seg), w::Status::Ok);
+                got = true;
+            }
+            ASSERT_NE(fr.state, w::FeedState::Error);
+        }
+    }
+    ASSERT_TRUE(got);
+    EXPECT_EQ(seg.hdr.opcode, w::Opcode::Terminate);
+    EXPECT_EQ(seg.term.code, (w::TermCode{2, 0, 0x02}));
+    EXPECT_TRUE(wait_state(a, RI_QP_STATE_ERROR));
+    ri_rc_wc_t rw = must_poll(ra, a->rcq);
+    EXPECT_EQ(rw.op_status, RI_WC_STATUS_WR_FLUSHED_ERROR);
+    ::close(fb);
+}
+
+// Quick numbers (printed, not asserted): 8-byte send ping-pong and 1 MiB write bandwidth.
+TEST_F(TcpErrors, Perf) {
+    QpOpts o;
+    o.sq = 256;
+    o.rq = 256;
+    up(o, o, {false, 0});
+    Buf sa(8), sb(8), ra_(8), rb_(8);
+    Mr *msa = ra.reg(sa, kLocalRW), *mra = ra.reg(ra_, kLocalRW);
+    Mr *msb = rb.reg(sb, kLocalRW), *mrb = rb.reg(rb_, kLocalRW);
+    constexpr int kIters = 2000;
+    ri_data_seg_t r_a = sge(ra_.data(), 8, mra->ltag), r_b = sge(rb_.data(), 8, mrb->ltag);
+    ri_data_seg_t s_a = sge(sa.data(), 8, msa->ltag), s_b = sge(sb.data(), 8, msb->ltag);
+    auto spin = [](Rnic &r, Cq *c) {
+        ri_wc_t wc;
+        for (;;) {
+            uint_t n = 1;
+            if (poll_raw(r, c, &wc, &n) == RI_RET_SUCCESS && n == 1) return wc.rc_wc.op_status;
+        }
+    };
+    for (int i = 0; i < 64; ++i) {
+        ASSERT_EQ(post_recv(a, i, &r_a, 1), RI_RET_SUCCESS);
+        ASSERT_EQ(post_recv(b, i, &r_b, 1), RI_RET_SUCCESS);
+    }
+    auto t0 = Clock::now();
+    for (int i = 0; i < kIters; ++i) {
+        // Signaled: an unsignaled WR keeps its SQ slot until a later signaled one retires it.
+        ASSERT_EQ(post_send(a, RI_WR_TYPE_SEND, kSig, i, &s_a, 1), RI_RET_SUCCESS);
+        ASSERT_EQ(spin(rb, b->rcq), RI_WC_STATUS_SUCCESS);
+        ASSERT_EQ(post_recv(b, i, &r_b, 1), RI_RET_SUCCESS);
+        ASSERT_EQ(post_send(b, RI_WR_TYPE_SEND, kSig, i, &s_b, 1), RI_RET_SUCCESS);
+        ASSERT_EQ(spin(ra, a->rcq), RI_WC_STATUS_SUCCESS);
+        ASSERT_EQ(spin(ra, a->scq), RI_WC_STATUS_SUCCESS);
+        ASSERT_EQ(spin(rb, b->scq), RI_WC_STATUS_SUCCESS);
+        ASSERT_EQ(post_recv(a, i, &r_a, 1), RI_RET_SUCCESS);
+    }
+    double rtt_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kIters;
+
+    const size_t len = 1 << 20;
+    constexpr int kWrites = 512;
+    Buf src(len), dst(len);
+    src.fill(1);
+    Mr *ms = ra.reg(src, kLocalRW);
+    Mr *md = rb.reg(dst, kAllRemote);
+    ri_data_seg_t s = sge(src.data(), len, ms->ltag);
+    auto t1 = Clock::now();
+    int inflight = 0;
+    for (int i = 0; i < kWrites; ++i) {
+        ASSERT_EQ(post_write(a, kSig, i, &s, 1, dst.va(), md->rtag), RI_RET_SUCCESS);
+        if (++inflight == 16) {
+            ASSERT_EQ(spin(ra, a->scq), RI_WC_STATUS_SUCCESS);
+            --inflight;
+        }
+    }
+    while (inflight--)
+        ASSERT_EQ(spin(ra, a->scq), RI_WC_STATUS_SUCCESS);
+    // Reads behind the writes complete only after B placed them all.
+    Buf rd(8);
+    Mr *mrd = ra.reg(rd, kLocalRW);
+    ri_data_seg_t k = sge(rd.data(), 8, mrd->ltag);
+    ASSERT_EQ(post_read(a, kSig, 9999, &k, 1, dst.va(), md->rtag), RI_RET_SUCCESS);
+    ASSERT_EQ(spin(ra, a->scq), RI_WC_STATUS_SUCCESS);
+    double secs = std::chrono::duration<double>(Clock::now() - t1).count();
+    double gbps = double(len) * kWrites / secs / 1e9;
+    std::printf(
+        "[perf] 8-byte send ping-pong RTT %.1f us (half %.1f us); 1 MiB RDMA write %.2f "
+        "GB/s\n",
+        rtt_us, rtt_us / 2, gbps);
+    RecordProperty("rtt_us", std::to_string(rtt_us));
+    RecordProperty("write_GBps", std::to_string(gbps));
+}
+
+}  // namespace
