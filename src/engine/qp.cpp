@@ -544,10 +544,18 @@ void Qp::finish_outbound(InFlight &f, transport::OpResult res) {
         case OpOutcome::Pending:
             break;
         case OpOutcome::Terminated:
-            complete_sq(f.w, f.wct, RI_WC_STATUS_REMOTE_TERMINATION_ERROR, 0, true);
-            record_terminate(res.term, nullptr, 0, false);
-            raise(RI_EVENT_QP_TERMINATE_MESSAGE_RECEIVED);
-            enter_error(false);
+            if (state.load(std::memory_order_acquire) == RI_QP_STATE_READY_TO_SEND) {
+                // Reported by the submit itself (synchronous transport): this is the news.
+                complete_sq(f.w, f.wct, RI_WC_STATUS_REMOTE_TERMINATION_ERROR, 0, true);
+                record_terminate(res.term, nullptr, 0, false);
+                raise(RI_EVENT_QP_TERMINATE_MESSAGE_RECEIVED);
+                enter_error(false);
+            } else if (terminate_received.exchange(false, std::memory_order_acq_rel)) {
+                // rx_terminate already raised the event and moved to Error.
+                complete_sq(f.w, f.wct, RI_WC_STATUS_REMOTE_TERMINATION_ERROR, 0, true);
+            } else {
+                complete_sq(f.w, f.wct, RI_WC_STATUS_WR_FLUSHED_ERROR, 0, true);
+            }
             break;
         case OpOutcome::Disconnected:
             complete_sq(f.w, f.wct, RI_WC_STATUS_WR_FLUSHED_ERROR, 0, true);
@@ -1016,7 +1024,40 @@ void Qp::rx_terminate(TerminateCode code, std::span<const uint8_t> msg) {
     if (st == RI_QP_STATE_ERROR || st == RI_QP_STATE_IDLE) return;
     record_terminate(code, msg.size() > 6 ? msg.data() + 6 : nullptr,
                      msg.size() > 6 ? static_cast<uint32_t>(msg.size() - 6) : 0, false);
+    terminate_received.store(true, std::memory_order_release);
+    terminate_in_transport.store(true, std::memory_order_release);  // its carrier closes
     raise(RI_EVENT_QP_TERMINATE_MESSAGE_RECEIVED);
+    enter_error(true);
+}
+
+void Qp::rx_stream_error(TerminateCode code) {
+    RxScope scope(*this);
+    // Which async event a malformed stream raises (L1984-2023), by the Terminate code.
+    ri_async_event_type_t ev = RI_EVENT_QP_LLQ_INTEGRITY_ERROR_BAD_FPDU;
+    if (code.layer == 2) {
+        if (code.ecode == 0x02) ev = RI_EVENT_QP_LLQ_INTEGRITY_ERROR_CRC;
+        if (code.ecode == 0x01) ev = RI_EVENT_QP_LLQ_CONNECTION_LOST;
+    } else if (code.layer == 1) {
+        if ((code.etype == 1 && code.ecode == 0x04) || (code.etype == 2 && code.ecode == 0x06))
+            ev = RI_EVENT_QP_REMOTE_OP_ERROR_DDP_VERSION;
+        else if (code.etype == 2 && code.ecode == 0x01)
+            ev = RI_EVENT_QP_REMOTE_OP_ERROR_DDP_QN;
+        else if (code.etype == 2 && (code.ecode == 0x02 || code.ecode == 0x04))
+            ev = RI_EVENT_QP_RQ_PROTECTION_ERROR_INVALID_MSN;
+        else if (code.etype == 2 && code.ecode == 0x03)
+            ev = RI_EVENT_QP_RQ_PROTECTION_ERROR_MSN_GAP;
+        else if (code.etype == 2 && code.ecode == 0x05)
+            ev = RI_EVENT_QP_LLQ_INTEGRITY_ERROR_SIZE;
+    } else if (code.layer == 0 && code.etype == 2) {
+        if (code.ecode == 0x05) ev = RI_EVENT_QP_REMOTE_OP_ERROR_RDMA_VERSION;
+        if (code.ecode == 0x06) ev = RI_EVENT_QP_REMOTE_OP_ERROR_OPCODE;
+    }
+    ri_qp_state_t expect = RI_QP_STATE_READY_TO_SEND;
+    if (!state.compare_exchange_strong(expect, RI_QP_STATE_TERMINATE, std::memory_order_acq_rel))
+        return;
+    terminate_in_transport.store(true, std::memory_order_release);  // it sends and closes
+    record_terminate(code, nullptr, 0, true);
+    raise(ev);
     enter_error(true);
 }
 
@@ -1076,6 +1117,9 @@ void Qp::fail_local(ri_async_event_type_t, bool send_terminate, TerminateCode co
         uint8_t msg[52];
         uint32_t len = build_terminate(code, nullptr, 0, msg);
         state.store(RI_QP_STATE_TERMINATE, std::memory_order_release);
+        // terminate() also closes the stream: finish_error must not abort it under the
+        // Terminate still being written.
+        terminate_in_transport.store(true, std::memory_order_release);
         chan->terminate(code, std::span<const uint8_t>(msg, len));
     }
     enter_error(false);
@@ -1279,6 +1323,8 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
                 async_chan = false;
                 llp_set = false;
                 llp = 0;
+                terminate_received.store(false, std::memory_order_release);
+                terminate_in_transport.store(false, std::memory_order_release);
                 {
                     std::lock_guard lk(term_mu);
                     term_len = 0;
@@ -1339,13 +1385,15 @@ void Qp::query(ri_qp_attr_t &a) {
 
 void Qp::destroy() {
     cancelling.store(true, std::memory_order_release);
-    state.store(RI_QP_STATE_ERROR, std::memory_order_seq_cst);
-    rx_gate.shut();
+    // Stream first: an arrival being handled finishes normally instead of meeting a QP
+    // that is already gone and answering the peer with a Terminate.
     if (chan) {
         chan->close(transport::CloseKind::Abortive);
         chan->detach();
-        chan.reset();
     }
+    state.store(RI_QP_STATE_ERROR, std::memory_order_seq_cst);
+    rx_gate.shut();
+    chan.reset();
     drop_pending(false);  // cancelled without completions (L4033-4043)
     // Narrow windows bound through this QP are invalidated (type 2B-like; documented).
     std::vector<MemEntry *> narrow;

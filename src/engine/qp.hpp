@@ -83,6 +83,9 @@ class Qp final : public transport::Endpoint {
     Gate rx_gate;      // arrivals from the transport; closed to flush or to detach
     std::atomic<bool> error_pending{false};
     std::atomic<bool> terminate_in_transport{false};
+    // A peer Terminate arrived through rx_terminate: the next WR the transport reports as
+    // Terminated is the one it failed (it completes REMOTE_TERMINATION, no second event).
+    std::atomic<bool> terminate_received{false};
 
     ~Qp() override;
 
@@ -115,6 +118,7 @@ class Qp final : public transport::Endpoint {
     transport::RxStatus rx_write_immediate(uint64_t length, uint32_t immediate,
                                            bool solicited) override;
     void rx_terminate(transport::TerminateCode code, std::span<const uint8_t> msg) override;
+    void rx_stream_error(transport::TerminateCode code) override;
     void rx_llp_closed(transport::CloseKind kind) override;
     void tx_complete(transport::OpResult result) override;
 

@@ -119,9 +119,16 @@ class Endpoint {
     // returns !ok the engine has already raised its own event and moved to Terminate; the
     // transport then sends the Terminate the status describes.
     virtual void rx_terminate(TerminateCode code, std::span<const uint8_t> msg) = 0;
+    // The transport found the peer's stream malformed (framing, CRC, DDP/RDMAP header or
+    // sequence error). The engine raises the matching event, records `code` as the local
+    // Terminate and moves to Error; the transport sends that Terminate and closes.
+    virtual void rx_stream_error(TerminateCode code) = 0;
     // The stream closed under us.
     virtual void rx_llp_closed(CloseKind kind) = 0;
-    // Completion of an asynchronous (Pending) outbound operation.
+    // Completion of an asynchronous (Pending) outbound operation. After a peer's
+    // Terminate, report it through rx_terminate (its bytes) first, then the outstanding
+    // operations as Terminated: the oldest completes with REMOTE_TERMINATION, later ones
+    // flushed, and the event is raised once.
     virtual void tx_complete(OpResult result) = 0;
 };
 

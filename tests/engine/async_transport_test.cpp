@@ -268,6 +268,60 @@ TEST_F(AsyncTransport, TerminateFailsTheWrAndFlushesTheRest) {
     EXPECT_EQ(g_events[0], RI_EVENT_QP_TERMINATE_MESSAGE_RECEIVED);
 }
 
+// A peer Terminate that the transport delivers itself (with its bytes) before reporting
+// the outstanding WRs: the event is raised once, the Terminate's header is kept for
+// ri_qp_query, the oldest WR fails with it and the rest are flushed.
+TEST_F(AsyncTransport, PeerTerminateThenOutstandingWrsRaisesOnce) {
+    ri_data_seg_t s = seg(0, 8);
+    for (uint64_t id = 1; id <= 3; ++id)
+        ASSERT_EQ(
+            ri_qp_post_send(rnic, qp, RI_WR_TYPE_SEND, RI_WR_SIGNALED_FLAG, id, &s, 0, 1, 0, &err),
+            RI_RET_SUCCESS);
+    // Terminate control word (RDMAP, remote protection, invalid STag, D bit), the 2-byte
+    // DDP segment length, then a copied 14-byte tagged header.
+    const uint8_t msg[] = {0x01, 0x00, 0x40, 0x00, 0x00, 0x0e, 0xc1, 0x40, 0x12, 0x34,
+                           0x56, 0x78, 0,    0,    0,    0,    0,    0,    0x10, 0x00};
+    fake->ep_->rx_terminate({0, 1, 0}, std::span<const uint8_t>(msg, sizeof msg));
+    fake->complete({OpOutcome::Terminated, {0, 1, 0}});
+    fake->complete({OpOutcome::Terminated, {0, 1, 0}});
+    fake->complete({OpOutcome::Disconnected, {}});
+    ri_rc_wc_t wc{};
+    ASSERT_TRUE(poll(wc));
+    EXPECT_EQ(wc.id, 1u);
+    EXPECT_EQ(wc.op_status, RI_WC_STATUS_REMOTE_TERMINATION_ERROR);
+    ASSERT_TRUE(poll(wc));
+    EXPECT_EQ(wc.id, 2u);
+    EXPECT_EQ(wc.op_status, RI_WC_STATUS_WR_FLUSHED_ERROR);
+    ASSERT_TRUE(poll(wc));
+    EXPECT_EQ(wc.id, 3u);
+    EXPECT_EQ(wc.op_status, RI_WC_STATUS_WR_FLUSHED_ERROR);
+    EXPECT_EQ(state(), RI_QP_STATE_ERROR);
+    ri_qp_attr_t a{};
+    ASSERT_EQ(ri_qp_query(rnic, qp, &a, &err), RI_RET_SUCCESS);
+    EXPECT_FALSE(a.qp_xport.qp_iwarp.is_terminate_local);
+    EXPECT_GT(a.qp_xport.qp_iwarp.terminate_msg_length, 4u) << "the copied header is kept";
+    ASSERT_EQ(softrnic_vp_drain_events(vp), RI_RET_SUCCESS);
+    std::lock_guard lk(g_ev_mu);
+    ASSERT_EQ(g_events.size(), 1u);
+    EXPECT_EQ(g_events[0], RI_EVENT_QP_TERMINATE_MESSAGE_RECEIVED);
+}
+
+// A malformed stream reported by the transport: the matching event, a local Terminate
+// record, Error.
+TEST_F(AsyncTransport, StreamErrorRaisesTheMatchingEvent) {
+    fake->ep_->rx_stream_error({2, 0, 0x02});  // MPA CRC error
+    EXPECT_EQ(state(), RI_QP_STATE_ERROR);
+    ri_qp_attr_t a{};
+    ASSERT_EQ(ri_qp_query(rnic, qp, &a, &err), RI_RET_SUCCESS);
+    EXPECT_TRUE(a.qp_xport.qp_iwarp.is_terminate_local);
+    EXPECT_EQ(static_cast<uint8_t>(a.qp_xport.qp_iwarp.terminate_buffer[0]), 0x20);
+    EXPECT_FALSE(fake->closed) << "the transport sends the Terminate and closes itself";
+    ASSERT_EQ(softrnic_vp_drain_events(vp), RI_RET_SUCCESS);
+    std::lock_guard lk(g_ev_mu);
+    ASSERT_EQ(g_events.size(), 1u);
+    EXPECT_EQ(g_events[0], RI_EVENT_QP_LLQ_INTEGRITY_ERROR_CRC);
+}
+
 TEST_F(AsyncTransport, DestroyCancelsPendingWorkAndReleasesMemory) {
     ri_data_seg_t sink = seg(0, 64);
     ASSERT_EQ(ri_qp_post_rdma_read(rnic, qp, RI_WR_TYPE_RDMA_READ, RI_WR_SIGNALED_FLAG, 9, &sink,

@@ -134,13 +134,28 @@ class TcpTest : public ::testing::TestWithParam<Cfg> {
     }
     Cfg cfg() const { return GetParam(); }
 
+    // Buffers outlive the RNICs (declared first, destroyed last): registered memory must
+    // stay valid until it is deregistered, and a responder's send path may still hold
+    // its last reference for a moment after the initiator saw its completion.
+    std::vector<std::unique_ptr<Buf>> bufs_;
+    Buf &buf(size_t len, uint8_t fill = 0) {
+        bufs_.push_back(std::make_unique<Buf>(len, fill));
+        return *bufs_.back();
+    }
     Rnic ra{"A"}, rb{"B"};
     Qp *a = nullptr, *b = nullptr;
 };
 
 // Send of `len` bytes split over `nsge` SGEs, received into one buffer; byte-exact.
-void send_one(Rnic &ra, Rnic &rb, Qp *a, Qp *b, size_t len, uint32_t nsge, uint64_t seed) {
-    Buf src(len ? len : 1), dst(len + 64, 0x11);
+// `keep` owns the buffers past the test's RNICs (see TcpTest::bufs_).
+void send_one(Rnic &ra, Rnic &rb, Qp *a, Qp *b, size_t len, uint32_t nsge, uint64_t seed,
+              std::vector<std::unique_ptr<Buf>> &keep) {
+    auto buf = [&](size_t n, uint8_t fill = 0) -> Buf & {
+        keep.push_back(std::make_unique<Buf>(n, fill));
+        return *keep.back();
+    };
+    Buf &src = buf(len ? len : 1);
+    Buf &dst = buf(len + 64, 0x11);
     src.fill(seed);
     Mr *ms = ra.reg(src, kLocalRW);
     Mr *md = rb.reg(dst, kLocalRW);
@@ -168,15 +183,17 @@ void send_one(Rnic &ra, Rnic &rb, Qp *a, Qp *b, size_t len, uint32_t nsge, uint6
 TEST_P(TcpTest, SendSizes) {
     up({}, {}, cfg());
     for (size_t len : {size_t{0}, size_t{1}, size_t{4096}, size_t{1} << 20, size_t{16} << 20})
-        send_one(ra, rb, a, b, len, 1, len + 1);
-    send_one(ra, rb, a, b, 100000, 5, 99);  // multi-SGE, uneven pieces
-    send_one(ra, rb, a, b, 3, 3, 98);       // one byte per SGE
+        send_one(ra, rb, a, b, len, 1, len + 1, bufs_);
+    send_one(ra, rb, a, b, 100000, 5, 99, bufs_);  // multi-SGE, uneven pieces
+    send_one(ra, rb, a, b, 3, 3, 98, bufs_);       // one byte per SGE
 }
 
 TEST_P(TcpTest, WriteThenReadBack) {
     up({}, {}, cfg());
     const size_t len = (1 << 20) + 13;
-    Buf src(len), dst(len, 0), back(len, 0);
+    Buf &src = buf(len);
+    Buf &dst = buf(len, 0);
+    Buf &back = buf(len, 0);
     src.fill(3);
     Mr *ms = ra.reg(src, kLocalRW);
     Mr *mback = ra.reg(back, kLocalRW);
@@ -208,7 +225,10 @@ TEST_P(TcpTest, ManyReadsInOrder) {
     o.ird = 2;
     up(o, o, cfg());
     const size_t len = 200000;
-    Buf remote(len), sink(len * 8, 0), msg(64), rbuf(64 * 8);
+    Buf &remote = buf(len);
+    Buf &sink = buf(len * 8, 0);
+    Buf &msg = buf(64);
+    Buf &rbuf = buf(64 * 8);
     remote.fill(9);
     msg.fill(1);
     Mr *mr = rb.reg(remote, kAllRemote);
@@ -240,7 +260,9 @@ TEST_P(TcpTest, ManyReadsInOrder) {
 
 TEST_P(TcpTest, SendWithInvalidate) {
     up({}, {}, cfg());
-    Buf target(4096), src(32), dst(32);
+    Buf &target = buf(4096);
+    Buf &src = buf(32);
+    Buf &dst = buf(32);
     Mr *mt = rb.reg(target, kAllRemote);
     Mr *ms = ra.reg(src, kLocalRW);
     Mr *md = rb.reg(dst, kLocalRW);
@@ -278,7 +300,8 @@ TEST_P(TcpTest, ThousandSmallSends) {
     ob.rcq = rb.new_cq(2048);
     up(o, ob, cfg());
     const uint32_t len = 700;
-    Buf src(len * kN), dst(len * kN, 0);
+    Buf &src = buf(len * kN);
+    Buf &dst = buf(len * kN, 0);
     src.fill(77);
     Mr *ms = ra.reg(src, kLocalRW);
     Mr *md = rb.reg(dst, kLocalRW);
@@ -315,7 +338,9 @@ class TcpErrors : public TcpTest {};
 
 TEST_F(TcpErrors, BadStagWrite) {
     up();
-    Buf src(4096), sink(64), target(64);
+    Buf &src = buf(4096);
+    Buf &sink = buf(64);
+    Buf &target = buf(64);
     Mr *ms = ra.reg(src, kLocalRW);
     Mr *mk = ra.reg(sink, kLocalRW);
     Mr *mt = rb.reg(target, kAllRemote);
@@ -331,7 +356,12 @@ TEST_F(TcpErrors, BadStagWrite) {
     EXPECT_EQ(w1.op_status, RI_WC_STATUS_SUCCESS);
     ri_rc_wc_t w2 = must_poll(ra, a->scq);
     EXPECT_EQ(w2.id, 2u);
-    EXPECT_EQ(w2.op_status, RI_WC_STATUS_REMOTE_TERMINATION_ERROR);
+    // Usually the read is outstanding when the Terminate arrives and fails with it; on a
+    // loaded machine the Terminate can arrive before the read is posted, and the read is
+    // then posted to a QP already in Error and flushed. Both are correct.
+    EXPECT_TRUE(w2.op_status == RI_WC_STATUS_REMOTE_TERMINATION_ERROR ||
+                w2.op_status == RI_WC_STATUS_WR_FLUSHED_ERROR)
+        << "status " << w2.op_status;
     EXPECT_TRUE(wait_event(ra, RI_EVENT_QP_TERMINATE_MESSAGE_RECEIVED, a->os()));
     EXPECT_TRUE(wait_event(rb, RI_EVENT_QP_PROTECTION_ERROR_STAG_QP_MISMATCH, b->os()))
         << rb.rec.describe_events();
@@ -347,7 +377,9 @@ TEST_F(TcpErrors, BadStagWrite) {
 
 TEST_F(TcpErrors, PeerDestroyedMidStream) {
     up();
-    Buf dst(4096), sink(1 << 20), remote(1 << 20);
+    Buf &dst = buf(4096);
+    Buf &sink = buf(1 << 20);
+    Buf &remote = buf(1 << 20);
     Mr *md = ra.reg(dst, kLocalRW);
     Mr *mk = ra.reg(sink, kLocalRW);
     Mr *mr = rb.reg(remote, kAllRemote);
@@ -382,7 +414,7 @@ TEST_F(TcpErrors, PeerSocketClosed) {
     ASSERT_TRUE(socket_pair(fa, fb));
     tcp::StreamParams p;
     ASSERT_EQ(to_rts(a, tcp::adopt_socket(fa, p)), RI_RET_SUCCESS);
-    Buf dst(64);
+    Buf &dst = buf(64);
     Mr *md = ra.reg(dst, kLocalRW);
     ri_data_seg_t r = sge(dst.data(), 64, md->ltag);
     ASSERT_EQ(post_recv(a, 1, &r, 1), RI_RET_SUCCESS);
@@ -405,7 +437,7 @@ TEST_F(TcpErrors, CorruptedCrc) {
     tcp::StreamParams p;
     p.crc = true;
     ASSERT_EQ(to_rts(a, tcp::adopt_socket(fa, p)), RI_RET_SUCCESS);
-    Buf dst(64);
+    Buf &dst = buf(64);
     Mr *md = ra.reg(dst, kLocalRW);
     ri_data_seg_t r = sge(dst.data(), 64, md->ltag);
     ASSERT_EQ(post_recv(a, 1, &r, 1), RI_RET_SUCCESS);
@@ -449,80 +481,16 @@ TEST_F(TcpErrors, CorruptedCrc) {
     EXPECT_EQ(seg.hdr.opcode, w::Opcode::Terminate);
     EXPECT_EQ(seg.term.code, (w::TermCode{2, 0, 0x02}));
     EXPECT_TRUE(wait_state(a, RI_QP_STATE_ERROR));
+    // The engine hears of it as a CRC integrity error (not a bare connection reset) and
+    // keeps the Terminate it sent as the local one.
+    EXPECT_TRUE(wait_event(ra, RI_EVENT_QP_LLQ_INTEGRITY_ERROR_CRC, a->os()))
+        << ra.rec.describe_events();
+    ri_qp_attr_t qa = query(a);
+    EXPECT_TRUE(qa.qp_xport.qp_iwarp.is_terminate_local);
+    EXPECT_EQ(static_cast<uint8_t>(qa.qp_xport.qp_iwarp.terminate_buffer[0]) >> 4, 2);
     ri_rc_wc_t rw = must_poll(ra, a->rcq);
     EXPECT_EQ(rw.op_status, RI_WC_STATUS_WR_FLUSHED_ERROR);
     ::close(fb);
-}
-
-// Quick numbers (printed, not asserted): 8-byte send ping-pong and 1 MiB write bandwidth.
-TEST_F(TcpErrors, Perf) {
-    QpOpts o;
-    o.sq = 256;
-    o.rq = 256;
-    up(o, o, {false, 0});
-    Buf sa(8), sb(8), ra_(8), rb_(8);
-    Mr *msa = ra.reg(sa, kLocalRW), *mra = ra.reg(ra_, kLocalRW);
-    Mr *msb = rb.reg(sb, kLocalRW), *mrb = rb.reg(rb_, kLocalRW);
-    constexpr int kIters = 2000;
-    ri_data_seg_t r_a = sge(ra_.data(), 8, mra->ltag), r_b = sge(rb_.data(), 8, mrb->ltag);
-    ri_data_seg_t s_a = sge(sa.data(), 8, msa->ltag), s_b = sge(sb.data(), 8, msb->ltag);
-    auto spin = [](Rnic &r, Cq *c) {
-        ri_wc_t wc;
-        for (;;) {
-            uint_t n = 1;
-            if (poll_raw(r, c, &wc, &n) == RI_RET_SUCCESS && n == 1) return wc.rc_wc.op_status;
-        }
-    };
-    for (int i = 0; i < 64; ++i) {
-        ASSERT_EQ(post_recv(a, i, &r_a, 1), RI_RET_SUCCESS);
-        ASSERT_EQ(post_recv(b, i, &r_b, 1), RI_RET_SUCCESS);
-    }
-    auto t0 = Clock::now();
-    for (int i = 0; i < kIters; ++i) {
-        // Signaled: an unsignaled WR keeps its SQ slot until a later signaled one retires it.
-        ASSERT_EQ(post_send(a, RI_WR_TYPE_SEND, kSig, i, &s_a, 1), RI_RET_SUCCESS);
-        ASSERT_EQ(spin(rb, b->rcq), RI_WC_STATUS_SUCCESS);
-        ASSERT_EQ(post_recv(b, i, &r_b, 1), RI_RET_SUCCESS);
-        ASSERT_EQ(post_send(b, RI_WR_TYPE_SEND, kSig, i, &s_b, 1), RI_RET_SUCCESS);
-        ASSERT_EQ(spin(ra, a->rcq), RI_WC_STATUS_SUCCESS);
-        ASSERT_EQ(spin(ra, a->scq), RI_WC_STATUS_SUCCESS);
-        ASSERT_EQ(spin(rb, b->scq), RI_WC_STATUS_SUCCESS);
-        ASSERT_EQ(post_recv(a, i, &r_a, 1), RI_RET_SUCCESS);
-    }
-    double rtt_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kIters;
-
-    const size_t len = 1 << 20;
-    constexpr int kWrites = 512;
-    Buf src(len), dst(len);
-    src.fill(1);
-    Mr *ms = ra.reg(src, kLocalRW);
-    Mr *md = rb.reg(dst, kAllRemote);
-    ri_data_seg_t s = sge(src.data(), len, ms->ltag);
-    auto t1 = Clock::now();
-    int inflight = 0;
-    for (int i = 0; i < kWrites; ++i) {
-        ASSERT_EQ(post_write(a, kSig, i, &s, 1, dst.va(), md->rtag), RI_RET_SUCCESS);
-        if (++inflight == 16) {
-            ASSERT_EQ(spin(ra, a->scq), RI_WC_STATUS_SUCCESS);
-            --inflight;
-        }
-    }
-    while (inflight--)
-        ASSERT_EQ(spin(ra, a->scq), RI_WC_STATUS_SUCCESS);
-    // Reads behind the writes complete only after B placed them all.
-    Buf rd(8);
-    Mr *mrd = ra.reg(rd, kLocalRW);
-    ri_data_seg_t k = sge(rd.data(), 8, mrd->ltag);
-    ASSERT_EQ(post_read(a, kSig, 9999, &k, 1, dst.va(), md->rtag), RI_RET_SUCCESS);
-    ASSERT_EQ(spin(ra, a->scq), RI_WC_STATUS_SUCCESS);
-    double secs = std::chrono::duration<double>(Clock::now() - t1).count();
-    double gbps = double(len) * kWrites / secs / 1e9;
-    std::printf(
-        "[perf] 8-byte send ping-pong RTT %.1f us (half %.1f us); 1 MiB RDMA write %.2f "
-        "GB/s\n",
-        rtt_us, rtt_us / 2, gbps);
-    RecordProperty("rtt_us", std::to_string(rtt_us));
-    RecordProperty("write_GBps", std::to_string(gbps));
 }
 
 }  // namespace

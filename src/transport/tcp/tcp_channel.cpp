@@ -783,11 +783,11 @@ void Core::protocol_error(w::TermCode code, std::span<const uint8_t> ulpdu, bool
         tell = !local_closed_;
         queue_terminate_locked(code, ulpdu, include_hdr);
     }
-    // The seam has no "transport-detected protocol error" entry: an abortive LLP close is
-    // the closest (the engine raises LLQ_CONNECTION_RESET and moves to Error).
+    // The engine raises the event that matches the code (CRC, bad FPDU, DDP/RDMAP version,
+    // queue, MSN...), records it as the local Terminate and moves to Error.
     if (enter_ep()) {
         abort_open_recv(RI_WC_STATUS_LOCAL_QP_CATASTROPHIC);
-        if (tell) ep_->rx_llp_closed(CloseKind::Abortive);
+        if (tell) ep_->rx_stream_error(TerminateCode{code.layer, code.etype, code.ecode});
         leave_ep();
     }
 }
@@ -981,9 +981,11 @@ bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
                 flush_locked();
             }
             abort_open_recv(RI_WC_STATUS_WR_FLUSHED_ERROR);
-            // With an op outstanding its Terminated report raises the event and moves the
-            // QP to Error; calling rx_terminate as well would raise it twice.
-            if (!had_op) ep_->rx_terminate(code, ulpdu.subspan(w::kUntaggedHeaderLen));
+            // The Terminate itself (with its bytes) goes first; the outstanding ops are
+            // reported afterwards as Terminated: the engine completes the oldest with
+            // REMOTE_TERMINATION and flushes the rest, raising the event once.
+            (void)had_op;
+            ep_->rx_terminate(code, ulpdu.subspan(w::kUntaggedHeaderLen));
             return false;
         }
         default:
