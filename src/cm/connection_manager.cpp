@@ -1,0 +1,654 @@
+#include "cm/connection_manager.hpp"
+
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+namespace softrnic::cm {
+
+namespace w = transport::tcp::wire;
+namespace tcp = transport::tcp;
+using Clock = std::chrono::steady_clock;
+
+const char *to_string(CmStatus s) {
+    switch (s) {
+        case CmStatus::Ok:
+            return "Ok";
+        case CmStatus::InvalidArgument:
+            return "InvalidArgument";
+        case CmStatus::UnknownId:
+            return "UnknownId";
+        case CmStatus::WrongState:
+            return "WrongState";
+        case CmStatus::SystemError:
+            return "SystemError";
+        case CmStatus::Stopped:
+            return "Stopped";
+    }
+    return "?";
+}
+
+namespace {
+
+// Owns one descriptor; closes it unless released.
+class Fd {
+  public:
+    Fd() = default;
+    explicit Fd(int fd) : fd_(fd) {}
+    Fd(Fd &&o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+    Fd &operator=(Fd &&o) noexcept {
+        if (this != &o) {
+            reset();
+            fd_ = std::exchange(o.fd_, -1);
+        }
+        return *this;
+    }
+    ~Fd() { reset(); }
+    int get() const { return fd_; }
+    int release() { return std::exchange(fd_, -1); }
+    void reset() {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+    }
+
+  private:
+    int fd_ = -1;
+};
+
+bool valid_address(const sockaddr *a, socklen_t len) {
+    if (a == nullptr) return false;
+    if (a->sa_family == AF_INET) return len >= sizeof(sockaddr_in);
+    if (a->sa_family == AF_INET6) return len >= sizeof(sockaddr_in6);
+    return false;
+}
+
+Address copy_address(const sockaddr *a, socklen_t len) {
+    Address out;
+    out.len = std::min<socklen_t>(len, sizeof out.storage);
+    std::memcpy(&out.storage, a, out.len);
+    return out;
+}
+
+bool valid_params(const ConnParams &p) {
+    return p.private_data.size() <= kMaxPrivateData && p.ird <= w::kIrdOrdMax &&
+           p.ord <= w::kIrdOrdMax && p.timeout.count() >= 0;
+}
+
+w::MpaConfig config_of(const ConnParams &p) {
+    w::MpaConfig c;
+    c.rev = 2;
+    c.want_crc = p.crc;
+    c.p2p = false;  // no RTR in this version (see the header)
+    c.ird = c.max_ird = p.ird;
+    c.ord = c.max_ord = p.ord;
+    return c;
+}
+
+tcp::StreamParams stream_params_of(const w::MpaResult &r) {
+    tcp::StreamParams s;
+    s.crc = r.crc;
+    s.ird = r.ird;
+    s.ord = r.ord;
+    return s;
+}
+
+}  // namespace
+
+struct ConnectionManager::Impl {
+    enum class State : uint8_t {
+        Connecting,    // initiator: TCP connect in progress
+        SendRequest,   // initiator: Request partly written
+        AwaitReply,    // initiator
+        AwaitRequest,  // responder: TCP accepted, Request not complete yet
+        AwaitUlp,      // responder: ConnectRequest delivered, waiting for accept/reject
+        SendReply,     // responder: Reply (accept or reject) partly written
+    };
+    struct Conn {
+        ConnId id = 0;
+        ConnId listener = 0;  // responder: where it arrived
+        bool initiator = false;
+        State state = State::Connecting;
+        Fd fd;
+        Address peer;
+        Clock::time_point deadline = Clock::time_point::max();
+        w::MpaParser parser{w::MpaKind::Request};
+        // The Request we sent (initiator) and its private data, which the frame points to.
+        ConnParams params;
+        w::MpaFrame request{};
+        std::array<uint8_t, w::kMpaMaxFrame> out{};
+        size_t out_len = 0, out_off = 0;
+        bool close_after_send = false;  // reject / refusal: close once the Reply is out
+        w::MpaResult result{};          // responder: what accept() negotiated
+        bool ulp_knows = false;         // ConnectRequest delivered: report a failure
+        uint32_t armed = 0;             // epoll interest currently registered
+    };
+    struct Listener {
+        Fd fd;
+    };
+
+    Handler handler;
+    Options opts;
+    Fd ep, wake;
+    std::thread thread;
+    std::atomic<bool> stop{false};
+
+    mutable std::mutex mu;  // guards everything below
+    ConnId next_id = 1;
+    std::unordered_map<ConnId, Listener> listeners;
+    std::unordered_map<ConnId, std::unique_ptr<Conn>> conns;
+    std::vector<Event> pending;  // delivered by the event thread, outside `mu`
+
+    void poke() {
+        uint64_t one = 1;
+        // A full counter (never in practice) still leaves the fd readable: ignore.
+        [[maybe_unused]] ssize_t r = ::write(wake.get(), &one, sizeof one);
+    }
+
+    bool arm(Conn &c, uint32_t events, bool add) {
+        epoll_event ev{};
+        ev.events = events;
+        ev.data.u64 = c.id;
+        if (::epoll_ctl(ep.get(), add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, c.fd.get(), &ev) != 0)
+            return false;
+        c.armed = events;
+        return true;
+    }
+
+    // Ends a connection the manager still owns; reports it when someone is waiting for it.
+    template <class Ev>
+    void finish(Conn &c, Ev ev, bool report) {
+        ::epoll_ctl(ep.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
+        if (report) pending.emplace_back(std::move(ev));
+        conns.erase(c.id);  // closes the fd; `c` is gone
+    }
+    void fail(Conn &c, w::Status ws, int err) {
+        if (c.close_after_send) {
+            // Closing with unread input makes the kernel send RST, which can destroy the
+            // refusal Reply in flight: half-close, then discard what the peer sent.
+            ::shutdown(c.fd.get(), SHUT_WR);
+            std::array<uint8_t, 1024> sink;
+            for (int i = 0; i < 64; ++i)
+                if (::recv(c.fd.get(), sink.data(), sink.size(), MSG_DONTWAIT) <= 0) break;
+        }
+        bool report = c.initiator || c.ulp_knows;
+        finish(c, Failed{c.id, ws, err}, report);
+    }
+
+    // Hands the socket to the TCP transport and reports Established.
+    void establish(Conn &c, const w::MpaResult &r, std::span<const uint8_t> peer_pd) {
+        ::epoll_ctl(ep.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
+        Established e;
+        e.id = c.id;
+        e.initiator = c.initiator;
+        e.private_data.assign(peer_pd.begin(), peer_pd.end());
+        e.params = stream_params_of(r);
+        e.peer = c.peer;
+        e.llp = tcp::adopt_socket(c.fd.get(), e.params);
+        if (e.llp < 0) {
+            fail(c, w::Status::Ok, EBADF);
+            return;
+        }
+        c.fd.release();  // the consumer owns it now
+        pending.emplace_back(std::move(e));
+        conns.erase(c.id);
+    }
+
+    // Writes what is left of `out`; true when all of it is out (false: wait or failed,
+    // and in the failed case `c` is gone: check `gone`).
+    bool flush(Conn &c, bool &gone) {
+        gone = false;
+        while (c.out_off < c.out_len) {
+            ssize_t n =
+                ::send(c.fd.get(), c.out.data() + c.out_off, c.out_len - c.out_off, MSG_NOSIGNAL);
+            if (n > 0) {
+                c.out_off += static_cast<size_t>(n);
+                continue;
+            }
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                if (!(c.armed & EPOLLOUT)) arm(c, EPOLLOUT, false);
+                return false;
+            }
+            fail(c, w::Status::Ok, n < 0 ? errno : EPIPE);
+            gone = true;
+            return false;
+        }
+        return true;
+    }
+
+    // Reads into the parser without taking anything past the frame (see the header).
+    // Returns false when `c` was finished (error or peer close).
+    bool read_frame(Conn &c) {
+        std::array<uint8_t, w::kMpaMaxFrame> buf;
+        while (c.parser.state() == w::MpaParser::State::NeedMore) {
+            ssize_t n = ::recv(c.fd.get(), buf.data(), buf.size(), MSG_PEEK);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+            if (n <= 0) {
+                fail(c, w::Status::Ok, n == 0 ? ECONNRESET : errno);
+                return false;
+            }
+            auto r = c.parser.feed({buf.data(), static_cast<size_t>(n)});
+            // Drop exactly what the parser took; the peek guarantees it is there.
+            size_t left = r.consumed;
+            while (left > 0) {
+                ssize_t d = ::recv(c.fd.get(), buf.data(), left, 0);
+                if (d < 0 && errno == EINTR) continue;
+                if (d <= 0) {
+                    fail(c, w::Status::Ok, d == 0 ? ECONNRESET : errno);
+                    return false;
+                }
+                left -= static_cast<size_t>(d);
+            }
+        }
+        return true;
+    }
+
+    void on_connected(Conn &c) {
+        int err = 0;
+        socklen_t sl = sizeof err;
+        if (::getsockopt(c.fd.get(), SOL_SOCKET, SO_ERROR, &err, &sl) != 0) err = errno;
+        if (err == EINPROGRESS || err == EALREADY) return;  // spurious wake-up
+        if (err != 0) {
+            if (err == ETIMEDOUT)
+                finish(c, TimedOut{c.id}, true);
+            else
+                finish(c, Unreachable{c.id, err}, true);
+            return;
+        }
+        c.state = State::SendRequest;
+        bool gone = false;
+        if (!flush(c, gone)) return;
+        c.state = State::AwaitReply;
+        c.parser = w::MpaParser(w::MpaKind::Reply);
+        arm(c, EPOLLIN, false);
+    }
+
+    void on_reply(Conn &c) {
+        if (!read_frame(c)) return;
+        switch (c.parser.state()) {
+            case w::MpaParser::State::NeedMore:
+                return;
+            case w::MpaParser::State::Error:
+                fail(c, c.parser.error(), 0);
+                return;
+            case w::MpaParser::State::Complete:
+                break;
+        }
+        const w::MpaFrame &rep = c.parser.frame();
+        w::MpaResult r;
+        w::Status st = w::mpa_finish_initiator(config_of(c.params), c.request, rep, r);
+        if (st == w::Status::MpaRejected) {
+            finish(c, Rejected{c.id, {rep.private_data.begin(), rep.private_data.end()}}, true);
+            return;
+        }
+        if (st != w::Status::Ok) {
+            // A Terminate (term_code(st)) would be courteous; closing is what matters.
+            fail(c, st, 0);
+            return;
+        }
+        establish(c, r, rep.private_data);
+    }
+
+    // Sends a refusal Reply (best effort) and closes.
+    void refuse(Conn &c, const w::MpaFrame &reply) {
+        size_t n = 0;
+        if (w::build_mpa_frame(reply, c.out, n) == w::Status::Ok) {
+            c.out_len = n;
+            c.out_off = 0;
+            c.close_after_send = true;
+            c.state = State::SendReply;
+            bool gone = false;
+            if (!flush(c, gone)) return;  // waits for EPOLLOUT, or already gone
+        }
+        fail(c, w::Status::Ok, 0);
+    }
+
+    void on_request(Conn &c) {
+        if (!read_frame(c)) return;
+        if (c.parser.state() == w::MpaParser::State::NeedMore) return;
+        if (c.parser.state() == w::MpaParser::State::Error) {
+            w::Status e = c.parser.error();
+            if (e == w::Status::MpaBadKey) {
+                fail(c, e, 0);  // not an MPA peer: close without a reply (like siw)
+                return;
+            }
+            w::MpaFrame reply{};
+            if (e == w::Status::MpaMarkersRequested) {
+                reply = w::mpa_make_reject(c.parser.frame());
+            } else {
+                // Bad revision / length / IRD-ORD block: the frame is unusable, so answer
+                // with the plainest reject every revision understands.
+                reply.kind = w::MpaKind::Reply;
+                reply.reject = true;
+                reply.rev = 1;
+            }
+            refuse(c, reply);
+            return;
+        }
+        const w::MpaFrame &req = c.parser.frame();
+        ConnectRequest ev;
+        ev.id = c.id;
+        ev.peer = c.peer;
+        ev.private_data.assign(req.private_data.begin(), req.private_data.end());
+        ev.ird = req.enhanced ? req.ird_ord.ird : 0;
+        ev.ord = req.enhanced ? req.ird_ord.ord : 0;
+        ev.crc = req.crc;
+        ev.listener = c.listener;
+        c.state = State::AwaitUlp;
+        c.ulp_knows = true;
+        c.deadline = Clock::time_point::max();  // the ULP decides at its own pace
+        // Only the peer giving up (FIN or error) matters until the ULP answers; early bytes
+        // from it are a protocol error the QP will see, not our business.
+        arm(c, EPOLLRDHUP, false);
+        pending.emplace_back(std::move(ev));
+    }
+
+    void on_listen(ConnId lid, int lfd) {
+        for (;;) {
+            sockaddr_storage ss{};
+            socklen_t sl = sizeof ss;
+            int fd = ::accept4(lfd, reinterpret_cast<sockaddr *>(&ss), &sl,
+                               SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd < 0) {
+                if (errno == EINTR || errno == ECONNABORTED) continue;
+                // EAGAIN: done. EMFILE and friends: the connection stays queued and the
+                // level-triggered listener fires again; nothing better to do here.
+                return;
+            }
+            auto c = std::make_unique<Conn>();
+            c->id = next_id++;
+            c->fd = Fd(fd);
+            c->peer = copy_address(reinterpret_cast<sockaddr *>(&ss), sl);
+            c->state = State::AwaitRequest;
+            c->parser = w::MpaParser(w::MpaKind::Request);
+            c->listener = lid;
+            if (opts.request_timeout.count() > 0) c->deadline = Clock::now() + opts.request_timeout;
+            if (!arm(*c, EPOLLIN, true)) continue;  // `c` closes its fd
+            conns.emplace(c->id, std::move(c));
+        }
+    }
+
+    void on_event(ConnId id, uint32_t events) {
+        if (auto l = listeners.find(id); l != listeners.end()) {
+            on_listen(id, l->second.fd.get());
+            return;
+        }
+        auto it = conns.find(id);
+        if (it == conns.end()) return;  // finished earlier in this batch
+        Conn &c = *it->second;
+        switch (c.state) {
+            case State::Connecting:
+                on_connected(c);
+                return;
+            case State::SendRequest:
+            case State::SendReply: {
+                bool gone = false;
+                if (!flush(c, gone)) return;
+                if (c.state == State::SendRequest) {
+                    c.state = State::AwaitReply;
+                    c.parser = w::MpaParser(w::MpaKind::Reply);
+                    arm(c, EPOLLIN, false);
+                } else if (c.close_after_send) {
+                    fail(c, w::Status::Ok, 0);
+                } else {
+                    establish(c, c.result, c.parser.frame().private_data);
+                }
+                return;
+            }
+            case State::AwaitReply:
+                on_reply(c);
+                return;
+            case State::AwaitRequest:
+                on_request(c);
+                return;
+            case State::AwaitUlp:
+                if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) fail(c, w::Status::Ok, ECONNRESET);
+                return;
+        }
+    }
+
+    void expire(Clock::time_point now) {
+        std::vector<ConnId> dead;
+        for (auto &[id, c] : conns)
+            if (c->deadline <= now) dead.push_back(id);
+        for (ConnId id : dead) {
+            Conn &c = *conns.at(id);
+            if (c.initiator)
+                finish(c, TimedOut{id}, true);
+            else
+                fail(c, w::Status::Ok, ETIMEDOUT);
+        }
+    }
+
+    int wait_ms(Clock::time_point now) const {
+        auto next = Clock::time_point::max();
+        for (auto &[id, c] : conns)
+            next = std::min(next, c->deadline);
+        if (next == Clock::time_point::max()) return -1;  // idle: sleep until woken
+        if (next <= now) return 0;
+        auto ms = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
+        return static_cast<int>(std::min<int64_t>(ms, 60000));
+    }
+};
+
+ConnectionManager::ConnectionManager(Handler handler, Options opts)
+    : impl_(std::make_unique<Impl>()) {
+    impl_->handler = std::move(handler);
+    if (!impl_->handler) return;  // nobody to deliver to: refuse to start
+    impl_->opts = opts;
+    impl_->ep = Fd(::epoll_create1(EPOLL_CLOEXEC));
+    impl_->wake = Fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (impl_->ep.get() < 0 || impl_->wake.get() < 0) return;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = 0;  // id 0: the wake-up eventfd
+    if (::epoll_ctl(impl_->ep.get(), EPOLL_CTL_ADD, impl_->wake.get(), &ev) != 0) return;
+    // std::thread throws on failure; keep it inside so nothing escapes.
+    try {
+        impl_->thread = std::thread([this] { run(); });
+    } catch (...) {
+        return;
+    }
+    ep_ = impl_->ep.get();
+}
+
+ConnectionManager::~ConnectionManager() {
+    if (impl_->thread.joinable()) {
+        impl_->stop.store(true, std::memory_order_release);
+        impl_->poke();
+        impl_->thread.join();
+    }
+    // Sockets handed over in Established events nobody received are still ours to close.
+    for (Event &e : impl_->pending)
+        if (auto *est = std::get_if<Established>(&e)) {
+            tcp::forget_socket(est->llp);
+            ::close(est->llp);
+        }
+    // Listeners, connections, epoll and eventfd close through their Fd members.
+}
+
+void ConnectionManager::run() {
+    Impl &m = *impl_;
+    std::array<epoll_event, 64> evs;
+    std::vector<Event> batch;
+    while (!m.stop.load(std::memory_order_acquire)) {
+        int timeout;
+        {
+            std::lock_guard lk(m.mu);
+            timeout = m.wait_ms(Clock::now());
+        }
+        int n = ::epoll_wait(m.ep.get(), evs.data(), static_cast<int>(evs.size()), timeout);
+        if (m.stop.load(std::memory_order_acquire)) break;
+        {
+            std::lock_guard lk(m.mu);
+            for (int i = 0; i < n; ++i) {
+                if (evs[i].data.u64 == 0) {
+                    uint64_t v;
+                    [[maybe_unused]] ssize_t r = ::read(m.wake.get(), &v, sizeof v);
+                    continue;
+                }
+                m.on_event(evs[i].data.u64, evs[i].events);
+            }
+            m.expire(Clock::now());
+            batch.swap(m.pending);
+        }
+        // Outside the lock so the handler can call accept()/reject()/connect().
+        for (Event &e : batch) {
+            // A throwing handler must not take the event thread (and the process) down;
+            // the event counts as delivered (an Established socket is the consumer's).
+            try {
+                m.handler(e);
+            } catch (...) {
+            }
+        }
+        batch.clear();
+    }
+}
+
+CmResult<ConnId> ConnectionManager::listen(const sockaddr *addr, socklen_t len, int backlog) {
+    CmResult<ConnId> res;
+    if (!ok()) return {CmStatus::Stopped, 0, 0};
+    if (!valid_address(addr, len) || backlog < 0) return {CmStatus::InvalidArgument, 0, 0};
+    Fd fd(::socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (fd.get() < 0) return {CmStatus::SystemError, errno, 0};
+    int one = 1;
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (addr->sa_family == AF_INET6)  // ::1 means IPv6 only; no surprise v4-mapped peers
+        ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (::bind(fd.get(), addr, len) != 0 || ::listen(fd.get(), backlog) != 0)
+        return {CmStatus::SystemError, errno, 0};
+    std::lock_guard lk(impl_->mu);
+    ConnId id = impl_->next_id++;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = id;
+    if (::epoll_ctl(ep_, EPOLL_CTL_ADD, fd.get(), &ev) != 0)
+        return {CmStatus::SystemError, errno, 0};
+    impl_->listeners.emplace(id, Impl::Listener{std::move(fd)});
+    res.value = id;
+    return res;
+}
+
+CmStatus ConnectionManager::stop_listen(ConnId listener) {
+    if (!ok()) return CmStatus::Stopped;
+    std::lock_guard lk(impl_->mu);
+    auto it = impl_->listeners.find(listener);
+    if (it == impl_->listeners.end()) return CmStatus::UnknownId;
+    ::epoll_ctl(ep_, EPOLL_CTL_DEL, it->second.fd.get(), nullptr);
+    impl_->listeners.erase(it);  // connections already accepted on it carry on
+    return CmStatus::Ok;
+}
+
+CmResult<Address> ConnectionManager::local_address(ConnId id) const {
+    if (!ok()) return {CmStatus::Stopped, 0, {}};
+    std::lock_guard lk(impl_->mu);
+    int fd = -1;
+    if (auto l = impl_->listeners.find(id); l != impl_->listeners.end())
+        fd = l->second.fd.get();
+    else if (auto c = impl_->conns.find(id); c != impl_->conns.end())
+        fd = c->second->fd.get();
+    else
+        return {CmStatus::UnknownId, 0, {}};
+    CmResult<Address> res;
+    res.value.len = sizeof res.value.storage;
+    if (::getsockname(fd, reinterpret_cast<sockaddr *>(&res.value.storage), &res.value.len) != 0)
+        return {CmStatus::SystemError, errno, {}};
+    return res;
+}
+
+CmResult<ConnId> ConnectionManager::connect(const sockaddr *addr, socklen_t len,
+                                            const ConnParams &params) {
+    if (!ok()) return {CmStatus::Stopped, 0, 0};
+    if (!valid_address(addr, len) || !valid_params(params))
+        return {CmStatus::InvalidArgument, 0, 0};
+    Fd fd(::socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (fd.get() < 0) return {CmStatus::SystemError, errno, 0};
+
+    auto c = std::make_unique<Impl::Conn>();
+    c->initiator = true;
+    c->peer = copy_address(addr, len);
+    c->params = params;
+    c->request = w::mpa_make_request(config_of(c->params), c->params.private_data);
+    size_t n = 0;
+    if (w::build_mpa_frame(c->request, c->out, n) != w::Status::Ok)
+        return {CmStatus::InvalidArgument, 0, 0};
+    c->out_len = n;
+    if (params.timeout.count() > 0) c->deadline = Clock::now() + params.timeout;
+
+    int rc = ::connect(fd.get(), addr, len);
+    int err = rc == 0 ? 0 : errno;
+    if (rc != 0 && err != EINPROGRESS && err != EINTR) {
+        // Local misuse fails now; a peer that cannot be reached is an event like any other.
+        if (err != ECONNREFUSED && err != ENETUNREACH && err != EHOSTUNREACH && err != ETIMEDOUT &&
+            err != ECONNRESET)
+            return {CmStatus::SystemError, err, 0};
+    }
+    std::lock_guard lk(impl_->mu);
+    c->id = impl_->next_id++;
+    ConnId id = c->id;
+    c->fd = std::move(fd);
+    if (rc != 0 && err != EINPROGRESS && err != EINTR) {
+        impl_->pending.emplace_back(Unreachable{id, err});
+        impl_->poke();
+        return {CmStatus::Ok, 0, id};
+    }
+    // Connecting: EPOLLOUT says done (success or not, SO_ERROR tells).
+    if (!impl_->arm(*c, EPOLLOUT, true)) return {CmStatus::SystemError, errno, 0};
+    impl_->conns.emplace(id, std::move(c));
+    impl_->poke();  // the deadline may be the earliest now
+    return {CmStatus::Ok, 0, id};
+}
+
+CmStatus ConnectionManager::accept(ConnId id, const ConnParams &params) {
+    if (!ok()) return CmStatus::Stopped;
+    if (!valid_params(params)) return CmStatus::InvalidArgument;
+    std::lock_guard lk(impl_->mu);
+    auto it = impl_->conns.find(id);
+    if (it == impl_->conns.end()) return CmStatus::UnknownId;
+    Impl::Conn &c = *it->second;
+    if (c.initiator || c.state != Impl::State::AwaitUlp) return CmStatus::WrongState;
+    w::MpaFrame reply;
+    w::Status st =
+        w::mpa_respond(config_of(params), c.parser.frame(), params.private_data, reply, c.result);
+    size_t n = 0;
+    if (st != w::Status::Ok || w::build_mpa_frame(reply, c.out, n) != w::Status::Ok)
+        return CmStatus::InvalidArgument;
+    c.params = params;
+    c.out_len = n;
+    c.out_off = 0;
+    c.state = Impl::State::SendReply;
+    bool gone = false;
+    if (impl_->flush(c, gone)) impl_->establish(c, c.result, c.parser.frame().private_data);
+    impl_->poke();  // deliver Established (or Failed) from the event thread
+    return CmStatus::Ok;
+}
+
+CmStatus ConnectionManager::reject(ConnId id, std::span<const uint8_t> private_data) {
+    if (!ok()) return CmStatus::Stopped;
+    if (private_data.size() > kMaxPrivateData) return CmStatus::InvalidArgument;
+    std::lock_guard lk(impl_->mu);
+    auto it = impl_->conns.find(id);
+    if (it == impl_->conns.end()) return CmStatus::UnknownId;
+    Impl::Conn &c = *it->second;
+    if (c.initiator || c.state != Impl::State::AwaitUlp) return CmStatus::WrongState;
+    // The ULP already knows the outcome: the close that follows is not reported.
+    c.ulp_knows = false;
+    impl_->refuse(c, w::mpa_make_reject(c.parser.frame(), private_data));
+    impl_->poke();
+    return CmStatus::Ok;
+}
+
+}  // namespace softrnic::cm

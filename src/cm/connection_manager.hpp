@@ -1,0 +1,160 @@
+// Connection manager: TCP connection set-up plus the MPA Request/Reply exchange (RFC 5044
+// 7.1, RFC 6581) that RNICPI leaves to the consumer, ending in a connected socket adopted
+// as an LLP stream handle (transport/tcp/tcp_channel.hpp) ready for
+// ri_qp_modify(IDLE->RTS, RI_QP_ATTR_LLQ_STREAM_HANDLE).
+//
+// Protocol choices for this version:
+//   - MPA revision 2 with the Enhanced IRD/ORD block, "relaxed" negotiation (mpa.hpp):
+//     the responder answers IRD = min(request ORD, its IRD), ORD = min(request IRD, its ORD).
+//   - No peer-to-peer mode and no RTR message: the initiator never sends before the Reply,
+//     and the responder's QP may send as soon as its Reply is out. Both Reply readers
+//     therefore consume exactly the MPA frame (MSG_PEEK, then drop what the parser took)
+//     so an early FPDU stays in the socket for the channel.
+//   - CRC on if either side asks; markers are never requested and are refused.
+//   - ULP private data is at most 508 bytes: PD_Length (<= 512) also carries the 4-byte
+//     IRD/ORD block. 256 is the safe limit towards siw/cxgb4 peers (not enforced).
+//
+// Threading: one event thread (epoll, blocks when idle) owns every listening and in-setup
+// socket; the handler runs on it, never concurrently with itself, and may call back into
+// the manager (accept/reject from a ConnectRequest is the normal pattern). Public calls
+// are thread-safe. Do not destroy the manager from its own handler.
+//
+// Ownership: an Established event hands the socket over: its llp handle is the fd, and the
+// consumer owns it from then on (claimed by a QP, or transport::tcp::forget_socket() then
+// close()). Everything else stays with the manager and is closed by it.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <variant>
+#include <vector>
+
+#include "rnicpi/rnicpi.h"
+#include "transport/tcp/tcp_channel.hpp"
+#include "transport/tcp/wire/mpa.hpp"
+
+namespace softrnic::cm {
+
+// Listeners and connections share one id space; 0 is never a valid id.
+using ConnId = uint64_t;
+
+enum class CmStatus : uint8_t {
+    Ok = 0,
+    InvalidArgument,  // null/short address, unsupported family, private data too long...
+    UnknownId,        // no listener/connection with that id (or already finished)
+    WrongState,       // e.g. accept() on a connection whose request was already answered
+    SystemError,      // a socket call failed; `sys_errno` says why
+    Stopped,          // the manager failed to start its thread
+};
+const char *to_string(CmStatus s);
+
+template <class T>
+struct CmResult {
+    CmStatus status = CmStatus::Ok;
+    int sys_errno = 0;
+    T value{};
+    bool ok() const { return status == CmStatus::Ok; }
+};
+
+inline constexpr size_t kMaxPrivateData =
+    transport::tcp::wire::kMpaMaxPrivateData - transport::tcp::wire::kMpaIrdOrdLen;
+
+struct ConnParams {
+    std::vector<uint8_t> private_data;  // <= kMaxPrivateData
+    uint16_t ird = 16;                  // inbound Read Requests we accept (<= 0x3FFF)
+    uint16_t ord = 16;                  // outbound Read Requests we want (<= 0x3FFF)
+    bool crc = false;                   // ask for CRC32c (on if either side asks)
+    // Initiator: bound on TCP connect + MPA exchange; zero means none. Unused by accept().
+    std::chrono::milliseconds timeout{10000};
+};
+
+struct Options {
+    // Responder: how long an accepted TCP connection may take to send its MPA Request
+    // before it is dropped (stops idle peers from holding descriptors). Zero: forever.
+    std::chrono::milliseconds request_timeout{10000};
+};
+
+// Socket address large enough for IPv4 and IPv6.
+struct Address {
+    sockaddr_storage storage{};
+    socklen_t len = 0;
+    const sockaddr *get() const { return reinterpret_cast<const sockaddr *>(&storage); }
+};
+
+struct Established {
+    ConnId id = 0;
+    bool initiator = false;
+    ri_llp_stream_handle_t llp = -1;    // now owned by the consumer (see file comment)
+    std::vector<uint8_t> private_data;  // the peer's
+    transport::tcp::StreamParams params;
+    Address peer;
+};
+struct ConnectRequest {
+    ConnId id = 0;        // answer with accept(id) or reject(id)
+    ConnId listener = 0;  // the listener it arrived on
+    Address peer;
+    std::vector<uint8_t> private_data;
+    uint16_t ird = 0;  // the initiator's
+    uint16_t ord = 0;
+    bool crc = false;  // the initiator asked for CRC
+};
+struct Rejected {
+    ConnId id = 0;
+    std::vector<uint8_t> private_data;
+};
+struct Unreachable {
+    ConnId id = 0;
+    int sys_errno = 0;  // ECONNREFUSED, EHOSTUNREACH, ...
+};
+struct TimedOut {
+    ConnId id = 0;
+};
+// Any other end of a connection the consumer knows about: peer closed, MPA protocol
+// error (wire_status), socket error (sys_errno).
+struct Failed {
+    ConnId id = 0;
+    transport::tcp::wire::Status wire_status = transport::tcp::wire::Status::Ok;
+    int sys_errno = 0;
+};
+
+using Event = std::variant<Established, ConnectRequest, Rejected, Unreachable, TimedOut, Failed>;
+using Handler = std::function<void(Event &)>;
+
+class ConnectionManager {
+  public:
+    explicit ConnectionManager(Handler handler, Options opts = {});
+    ~ConnectionManager();
+    ConnectionManager(const ConnectionManager &) = delete;
+    ConnectionManager &operator=(const ConnectionManager &) = delete;
+
+    // False when the handler is empty or the event thread could not be started; every call
+    // then fails with Stopped. The handler must not throw (a throw is swallowed and the
+    // event counts as delivered).
+    bool ok() const { return ep_ >= 0; }
+
+    CmResult<ConnId> listen(const sockaddr *addr, socklen_t len, int backlog);
+    CmStatus stop_listen(ConnId listener);
+    CmResult<Address> local_address(ConnId id) const;
+
+    // Asynchronous: the outcome is Established, Rejected, Unreachable, TimedOut or Failed.
+    CmResult<ConnId> connect(const sockaddr *addr, socklen_t len, const ConnParams &params);
+
+    // Responder answers to a ConnectRequest. accept() sends the Reply and then delivers
+    // Established for `id`; reject() sends a Reply with the R flag and closes.
+    CmStatus accept(ConnId id, const ConnParams &params);
+    CmStatus reject(ConnId id, std::span<const uint8_t> private_data = {});
+
+  private:
+    struct Impl;
+    void run();
+    int ep_ = -1;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace softrnic::cm

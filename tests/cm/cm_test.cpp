@@ -1,0 +1,531 @@
+// Connection manager end to end over 127.0.0.1 and ::1: MPA v2 set-up with private data
+// and IRD/ORD negotiation feeding two QPs that then move data over the adopted sockets;
+// reject, unreachable, timeout, hostile requests, argument validation and 100 concurrent
+// set-ups.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <optional>
+#include <string>
+
+#include "../rnicpi/fixture.hpp"
+#include "cm/connection_manager.hpp"
+#include "transport/tcp/tcp_channel.hpp"
+#include "transport/tcp/wire/mpa.hpp"
+
+using namespace rt;
+namespace cm = softrnic::cm;
+namespace tcp = softrnic::transport::tcp;
+namespace w = softrnic::transport::tcp::wire;
+
+namespace {
+
+std::vector<uint8_t> bytes(const std::string &s) {
+    return {s.begin(), s.end()};
+}
+
+// Events seen by one manager's handler, waited on from the test thread. An optional
+// reaction runs on the event thread first (accepting from inside the handler is the
+// pattern the CM is designed for).
+class Log {
+  public:
+    std::function<void(cm::Event &)> react;
+
+    cm::Handler handler() {
+        return [this](cm::Event &e) {
+            if (react) react(e);
+            std::lock_guard lk(mu_);
+            events_.push_back(std::move(e));
+            cv_.notify_all();
+        };
+    }
+    // Removes and returns the first event of type T (optionally for `id`).
+    template <class T>
+    std::optional<T> take(cm::ConnId id = 0, std::chrono::milliseconds to = kTimeout) {
+        std::unique_lock lk(mu_);
+        std::optional<T> out;
+        cv_.wait_for(lk, to, [&] {
+            for (auto it = events_.begin(); it != events_.end(); ++it)
+                if (auto *t = std::get_if<T>(&*it); t && (id == 0 || t->id == id)) {
+                    out = std::move(*t);
+                    events_.erase(it);
+                    return true;
+                }
+            return false;
+        });
+        return out;
+    }
+    size_t size() {
+        std::lock_guard lk(mu_);
+        return events_.size();
+    }
+    // Closes sockets from Established events nobody claimed.
+    ~Log() {
+        for (auto &e : events_)
+            if (auto *est = std::get_if<cm::Established>(&e)) release(est->llp);
+    }
+    static void release(ri_llp_stream_handle_t h) {
+        if (tcp::forget_socket(h)) ::close(h);
+    }
+
+  private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<cm::Event> events_;
+};
+
+cm::Address loopback(int family, uint16_t port = 0) {
+    cm::Address a;
+    if (family == AF_INET) {
+        auto *s = reinterpret_cast<sockaddr_in *>(&a.storage);
+        s->sin_family = AF_INET;
+        s->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        s->sin_port = htons(port);
+        a.len = sizeof(sockaddr_in);
+    } else {
+        auto *s = reinterpret_cast<sockaddr_in6 *>(&a.storage);
+        s->sin6_family = AF_INET6;
+        s->sin6_addr = in6addr_loopback;
+        s->sin6_port = htons(port);
+        a.len = sizeof(sockaddr_in6);
+    }
+    return a;
+}
+uint16_t port_of(const cm::Address &a) {
+    return ntohs(a.storage.ss_family == AF_INET
+                     ? reinterpret_cast<const sockaddr_in *>(&a.storage)->sin_port
+                     : reinterpret_cast<const sockaddr_in6 *>(&a.storage)->sin6_port);
+}
+
+bool have_family(int family) {
+    int s = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0) return false;
+    cm::Address a = loopback(family);
+    bool ok = ::bind(s, a.get(), a.len) == 0;
+    ::close(s);
+    return ok;
+}
+
+// Listens with `srv` on the loopback address of `family`; returns the address to dial.
+cm::Address listen_on(cm::ConnectionManager &srv, int family, cm::ConnId *lid = nullptr) {
+    cm::Address a = loopback(family);
+    auto l = srv.listen(a.get(), a.len, 128);
+    EXPECT_TRUE(l.ok()) << cm::to_string(l.status) << " errno " << l.sys_errno;
+    if (lid) *lid = l.value;
+    auto la = srv.local_address(l.value);
+    EXPECT_TRUE(la.ok());
+    EXPECT_NE(port_of(la.value), 0);
+    return la.value;
+}
+
+ri_api_return_t to_rts(Qp *q, ri_llp_stream_handle_t h) {
+    ri_err_data_t e = 0;
+    ri_qp_attr_t at{};
+    at.state = RI_QP_STATE_READY_TO_SEND;
+    at.qp_xport.qp_iwarp.llp_stream_handle = h;
+    return ri_qp_modify(q->owner->rnic, q->h,
+                        QM(RI_QP_ATTR_NEXT_STATE | RI_QP_ATTR_LLQ_STREAM_HANDLE), &at, &e);
+}
+
+// A port nobody listens on: bind an ephemeral one, then close it.
+uint16_t closed_port(int family) {
+    int s = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cm::Address a = loopback(family);
+    socklen_t sl = a.len;
+    ::bind(s, a.get(), a.len);
+    ::getsockname(s, reinterpret_cast<sockaddr *>(&a.storage), &sl);
+    ::close(s);
+    return port_of(a);
+}
+
+class CmTest : public ::testing::TestWithParam<int> {
+  protected:
+    void SetUp() override {
+        if (!have_family(GetParam())) GTEST_SKIP() << "no loopback for this family";
+    }
+    int family() const { return GetParam(); }
+};
+
+// ---------------------------------------------------------------------------------------
+
+TEST_P(CmTest, ConnectAcceptThenData) {
+    std::vector<std::unique_ptr<Buf>> keep;  // outlives the RNICs (see tcp_channel_test)
+    Rnic ra{"A"}, rb{"B"};
+    ASSERT_TRUE(ra.ok() && rb.ok());
+    Qp *a = ra.new_qp();
+    Qp *b = rb.new_qp();
+    ASSERT_TRUE(a && b);
+
+    Log cli, srv;
+    cm::ConnParams sp;
+    sp.private_data = bytes("responder says hi");
+    sp.ird = 8;
+    sp.ord = 4;
+    cm::ConnectionManager srv_cm(srv.handler());
+    srv.react = [&](cm::Event &e) {
+        if (auto *r = std::get_if<cm::ConnectRequest>(&e)) {
+            EXPECT_EQ(srv_cm.accept(r->id, sp), cm::CmStatus::Ok);
+        }
+    };
+    cm::ConnectionManager cli_cm(cli.handler());
+    ASSERT_TRUE(srv_cm.ok() && cli_cm.ok());
+    cm::Address dst = listen_on(srv_cm, family());
+
+    cm::ConnParams cp;
+    cp.private_data = bytes("initiator payload \x01\x02");
+    cp.ird = 6;
+    cp.ord = 3;
+    cp.crc = true;
+    auto c = cli_cm.connect(dst.get(), dst.len, cp);
+    ASSERT_TRUE(c.ok());
+
+    auto req = srv.take<cm::ConnectRequest>();
+    ASSERT_TRUE(req);
+    EXPECT_EQ(req->private_data, cp.private_data);
+    EXPECT_EQ(req->ird, 6);
+    EXPECT_EQ(req->ord, 3);
+    EXPECT_TRUE(req->crc);
+    EXPECT_EQ(req->peer.storage.ss_family, family());
+
+    auto ei = cli.take<cm::Established>(c.value);
+    auto er = srv.take<cm::Established>(req->id);
+    ASSERT_TRUE(ei && er);
+    EXPECT_TRUE(ei->initiator);
+    EXPECT_FALSE(er->initiator);
+    EXPECT_EQ(ei->private_data, sp.private_data);
+    EXPECT_EQ(er->private_data, cp.private_data);
+    // Relaxed negotiation: reply IRD = min(3, 8), reply ORD = min(6, 4); each side's ORD
+    // fits the other's IRD.
+    EXPECT_EQ(er->params.ird, 3u);
+    EXPECT_EQ(er->params.ord, 4u);
+    EXPECT_EQ(ei->params.ird, 4u);
+    EXPECT_EQ(ei->params.ord, 3u);
+    EXPECT_TRUE(ei->params.crc);
+    EXPECT_TRUE(er->params.crc);
+    EXPECT_EQ(port_of(ei->peer), port_of(dst));
+
+    ASSERT_EQ(to_rts(a, ei->llp), RI_RET_SUCCESS);
+    ASSERT_EQ(to_rts(b, er->llp), RI_RET_SUCCESS);
+
+    // One send/recv, byte-exact.
+    keep.push_back(std::make_unique<Buf>(4099));
+    Buf &src = *keep.back();
+    keep.push_back(std::make_unique<Buf>(4099 + 64, 0x11));
+    Buf &dstb = *keep.back();
+    src.fill(7);
+    Mr *ms = ra.reg(src, kLocalRW);
+    Mr *md = rb.reg(dstb, kLocalRW);
+    ASSERT_TRUE(ms && md);
+    ri_data_seg_t r = sge(dstb.data(), 4099 + 64, md->ltag);
+    ASSERT_EQ(post_recv(b, 7, &r, 1), RI_RET_SUCCESS);
+    ri_data_seg_t s = sge(src.data(), 4099, ms->ltag);
+    ASSERT_EQ(post_send(a, RI_WR_TYPE_SEND, kSig, 5, &s, 1), RI_RET_SUCCESS);
+    ri_rc_wc_t wc = must_poll(ra, a->scq);
+    EXPECT_WC(wc, RI_WC_TYPE_SEND, RI_WC_STATUS_SUCCESS, 5, 4099);
+    wc = must_poll(rb, b->rcq);
+    EXPECT_WC(wc, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_SUCCESS, 7, 4099);
+    EXPECT_EQ(first_diff(src.data(), dstb.data(), 4099), SIZE_MAX);
+    EXPECT_EQ(dstb.data()[4099], 0x11);
+
+    // One RDMA Write from the responder side, byte-exact.
+    const size_t len = (256 << 10) + 5;
+    keep.push_back(std::make_unique<Buf>(len));
+    Buf &wsrc = *keep.back();
+    keep.push_back(std::make_unique<Buf>(len, 0));
+    Buf &wdst = *keep.back();
+    wsrc.fill(11);
+    Mr *mws = rb.reg(wsrc, kLocalRW);
+    Mr *mwd = ra.reg(wdst, kAllRemote);
+    ASSERT_TRUE(mws && mwd);
+    ri_data_seg_t ws = sge(wsrc.data(), static_cast<uint32_t>(len), mws->ltag);
+    ASSERT_EQ(post_write(b, kSig, 9, &ws, 1, wdst.va(), mwd->rtag), RI_RET_SUCCESS);
+    wc = must_poll(rb, b->scq);
+    EXPECT_WC(wc, RI_WC_TYPE_RDMA_WRITE, RI_WC_STATUS_SUCCESS, 9, len);
+    // The write completes at the sender once sent; a Read back orders after it on the wire.
+    keep.push_back(std::make_unique<Buf>(8, 0));
+    Buf &probe = *keep.back();
+    Mr *mp = rb.reg(probe, kLocalRW);
+    ri_data_seg_t ps = sge(probe.data(), 8, mp->ltag);
+    ASSERT_EQ(post_read(b, kSig, 10, &ps, 1, wdst.va(), mwd->rtag), RI_RET_SUCCESS);
+    wc = must_poll(rb, b->scq);
+    EXPECT_WC(wc, RI_WC_TYPE_RDMA_READ, RI_WC_STATUS_SUCCESS, 10, 8);
+    EXPECT_EQ(first_diff(wsrc.data(), wdst.data(), len), SIZE_MAX);
+    EXPECT_TRUE(wdst.guards_intact());
+}
+
+TEST_P(CmTest, RejectWithPrivateData) {
+    Log cli, srv;
+    cm::ConnectionManager srv_cm(srv.handler());
+    const auto why = bytes("go away, politely");
+    srv.react = [&](cm::Event &e) {
+        if (auto *r = std::get_if<cm::ConnectRequest>(&e)) {
+            EXPECT_EQ(srv_cm.reject(r->id, why), cm::CmStatus::Ok);
+            EXPECT_EQ(srv_cm.reject(r->id, why), cm::CmStatus::UnknownId);  // answered
+        }
+    };
+    cm::ConnectionManager cli_cm(cli.handler());
+    cm::Address dst = listen_on(srv_cm, family());
+    cm::ConnParams cp;
+    cp.private_data = bytes("please");
+    auto c = cli_cm.connect(dst.get(), dst.len, cp);
+    ASSERT_TRUE(c.ok());
+    auto rej = cli.take<cm::Rejected>(c.value);
+    ASSERT_TRUE(rej);
+    EXPECT_EQ(rej->private_data, why);
+    EXPECT_FALSE(cli.take<cm::Established>(0, std::chrono::milliseconds(50)));
+}
+
+TEST_P(CmTest, ClosedPortIsUnreachable) {
+    Log cli;
+    cm::ConnectionManager cli_cm(cli.handler());
+    cm::Address dst = loopback(family(), closed_port(family()));
+    auto c = cli_cm.connect(dst.get(), dst.len, {});
+    ASSERT_TRUE(c.ok());
+    auto u = cli.take<cm::Unreachable>(c.value);
+    ASSERT_TRUE(u);
+    EXPECT_EQ(u->sys_errno, ECONNREFUSED);
+}
+
+// A raw listener that completes the TCP handshake (kernel backlog) and never speaks MPA.
+TEST_P(CmTest, SilentPeerTimesOut) {
+    int l = ::socket(family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(l, 0);
+    cm::Address a = loopback(family());
+    socklen_t sl = sizeof a.storage;
+    ASSERT_EQ(::bind(l, a.get(), a.len), 0);
+    ASSERT_EQ(::listen(l, 4), 0);
+    ASSERT_EQ(::getsockname(l, reinterpret_cast<sockaddr *>(&a.storage), &sl), 0);
+    a.len = sl;
+
+    Log cli;
+    cm::ConnectionManager cli_cm(cli.handler());
+    cm::ConnParams cp;
+    cp.timeout = std::chrono::milliseconds(300);
+    auto t0 = Clock::now();
+    auto c = cli_cm.connect(a.get(), a.len, cp);
+    ASSERT_TRUE(c.ok());
+    auto to = cli.take<cm::TimedOut>(c.value);
+    auto dt = Clock::now() - t0;
+    ASSERT_TRUE(to);
+    EXPECT_GE(dt, std::chrono::milliseconds(300));
+    // Bounded, with room for a loaded 2-vCPU machine: the point is that it fires, not
+    // how promptly.
+    EXPECT_LT(dt, std::chrono::milliseconds(300 + 5000));
+    ::close(l);
+}
+
+TEST_P(CmTest, HundredConcurrent) {
+    constexpr int kN = 100;
+    Log cli, srv;
+    cm::ConnectionManager srv_cm(srv.handler());
+    srv.react = [&](cm::Event &e) {
+        if (auto *r = std::get_if<cm::ConnectRequest>(&e)) {
+            cm::ConnParams p;
+            p.private_data = r->private_data;  // echo: proves the pairing
+            EXPECT_EQ(srv_cm.accept(r->id, p), cm::CmStatus::Ok);
+        }
+    };
+    cm::ConnectionManager cli_cm(cli.handler());
+    cm::Address dst = listen_on(srv_cm, family());
+    std::vector<cm::ConnId> ids;
+    auto t0 = Clock::now();
+    for (int i = 0; i < kN; ++i) {
+        cm::ConnParams p;
+        p.private_data = bytes("conn " + std::to_string(i));
+        auto c = cli_cm.connect(dst.get(), dst.len, p);
+        ASSERT_TRUE(c.ok());
+        ids.push_back(c.value);
+    }
+    int got = 0;
+    for (int i = 0; i < kN; ++i) {
+        auto e = cli.take<cm::Established>(ids[i]);
+        ASSERT_TRUE(e) << "connection " << i;
+        EXPECT_EQ(e->private_data, bytes("conn " + std::to_string(i)));
+        Log::release(e->llp);
+        ++got;
+    }
+    for (int i = 0; i < kN; ++i) {
+        auto e = srv.take<cm::Established>();
+        ASSERT_TRUE(e);
+        Log::release(e->llp);
+    }
+    auto ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    std::printf("[ cm       ] %d concurrent MPA set-ups (%s): %.2f ms\n", got,
+                family() == AF_INET ? "IPv4" : "IPv6", ms);
+    EXPECT_EQ(got, kN);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, CmTest, ::testing::Values(AF_INET, AF_INET6),
+                         [](const auto &i) { return i.param == AF_INET ? "IPv4" : "IPv6"; });
+
+// ---------------------------------------------------------------------------------------
+
+TEST(Cm, ArgumentValidation) {
+    Log log;
+    cm::ConnectionManager m(log.handler());
+    ASSERT_TRUE(m.ok());
+    cm::Address a = loopback(AF_INET, closed_port(AF_INET));
+    EXPECT_EQ(m.listen(nullptr, 16, 4).status, cm::CmStatus::InvalidArgument);
+    EXPECT_EQ(m.listen(a.get(), 4, 4).status, cm::CmStatus::InvalidArgument);
+    EXPECT_EQ(m.listen(a.get(), a.len, -1).status, cm::CmStatus::InvalidArgument);
+    EXPECT_EQ(m.connect(nullptr, 0, {}).status, cm::CmStatus::InvalidArgument);
+    cm::ConnParams big;
+    big.private_data.assign(cm::kMaxPrivateData + 1, 0);
+    EXPECT_EQ(m.connect(a.get(), a.len, big).status, cm::CmStatus::InvalidArgument);
+    cm::ConnParams bad_ird;
+    bad_ird.ird = 0x4000;
+    EXPECT_EQ(m.connect(a.get(), a.len, bad_ird).status, cm::CmStatus::InvalidArgument);
+    sockaddr unix_like{};
+    unix_like.sa_family = AF_UNIX;
+    EXPECT_EQ(m.connect(&unix_like, sizeof unix_like, {}).status, cm::CmStatus::InvalidArgument);
+    EXPECT_EQ(m.accept(12345, {}), cm::CmStatus::UnknownId);
+    EXPECT_EQ(m.reject(12345), cm::CmStatus::UnknownId);
+    EXPECT_EQ(m.stop_listen(12345), cm::CmStatus::UnknownId);
+    EXPECT_EQ(m.local_address(12345).status, cm::CmStatus::UnknownId);
+    std::vector<uint8_t> pd(cm::kMaxPrivateData + 1);
+    EXPECT_EQ(m.reject(1, pd), cm::CmStatus::InvalidArgument);
+
+    // Max-size private data goes through; accept() on an initiator is a state error.
+    cm::ConnParams max;
+    max.private_data.assign(cm::kMaxPrivateData, 0x5A);
+    auto c = m.connect(a.get(), a.len, max);
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(m.accept(c.value, {}), cm::CmStatus::WrongState);
+    EXPECT_TRUE(log.take<cm::Unreachable>(c.value));
+
+    // stop_listen twice.
+    cm::Address l = loopback(AF_INET);
+    auto lid = m.listen(l.get(), l.len, 4);
+    ASSERT_TRUE(lid.ok());
+    EXPECT_EQ(m.stop_listen(lid.value), cm::CmStatus::Ok);
+    EXPECT_EQ(m.stop_listen(lid.value), cm::CmStatus::UnknownId);
+}
+
+// Raw initiator sending hostile Requests: the manager answers with a reject (or closes)
+// and never reports them to the ULP.
+int raw_connect(const cm::Address &a) {
+    int s = ::socket(a.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s >= 0 && ::connect(s, a.get(), a.len) != 0) {
+        ::close(s);
+        return -1;
+    }
+    return s;
+}
+// Reads until EOF (bounded); returns what came.
+std::vector<uint8_t> read_to_eof(int s) {
+    std::vector<uint8_t> out;
+    uint8_t buf[1024];
+    for (;;) {
+        pollfd pf{s, POLLIN, 0};
+        if (::poll(&pf, 1, 5000) != 1) break;
+        ssize_t n = ::recv(s, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        out.insert(out.end(), buf, buf + n);
+    }
+    return out;
+}
+
+TEST(Cm, BadRequestsAreDropped) {
+    Log srv;
+    cm::ConnectionManager srv_cm(srv.handler());
+    cm::Address dst = listen_on(srv_cm, AF_INET);
+
+    w::MpaConfig cfg;
+    w::MpaFrame req = w::mpa_make_request(cfg);
+    uint8_t good[w::kMpaMaxFrame];
+    size_t n = 0;
+    ASSERT_EQ(w::build_mpa_frame(req, good, n), w::Status::Ok);
+
+    struct Case {
+        const char *what;
+        std::function<void(std::vector<uint8_t> &)> mutate;
+        bool expect_reply;
+    };
+    std::vector<Case> cases = {
+        {"bad key", [](auto &f) { f[3] ^= 0xFF; }, false},
+        {"revision 3", [](auto &f) { f[17] = 3; }, true},
+        {"PD_Length 513", [](auto &f) { w::store_be16(&f[18], 513); }, true},
+        {"markers", [](auto &f) { f[16] |= w::kMpaFlagM; }, true},
+    };
+    for (auto &c : cases) {
+        std::vector<uint8_t> f(good, good + n);
+        c.mutate(f);
+        int s = raw_connect(dst);
+        ASSERT_GE(s, 0);
+        // One write: the responder stops reading at the first bad byte, and a peer still
+        // sending after its close would earn an RST that can destroy the reject in flight.
+        // (Byte-by-byte arrival is covered by PartialRequestReads.)
+        ASSERT_EQ(::send(s, f.data(), f.size(), MSG_NOSIGNAL), static_cast<ssize_t>(f.size()));
+        auto got = read_to_eof(s);
+        ::close(s);
+        if (!c.expect_reply) {
+            EXPECT_TRUE(got.empty()) << c.what;
+            continue;
+        }
+        w::MpaFrame rep;
+        size_t used = 0;
+        ASSERT_EQ(w::parse_mpa_frame(got, w::MpaKind::Reply, rep, used), w::Status::Ok) << c.what;
+        EXPECT_TRUE(rep.reject) << c.what;
+        EXPECT_FALSE(rep.markers) << c.what;
+    }
+    EXPECT_FALSE(srv.take<cm::ConnectRequest>(0, std::chrono::milliseconds(50)));
+    EXPECT_EQ(srv.size(), 0u);
+}
+
+// A well-formed Request written one byte at a time is still reported once, intact.
+TEST(Cm, PartialRequestReads) {
+    Log srv;
+    cm::ConnectionManager srv_cm(srv.handler());
+    cm::Address dst = listen_on(srv_cm, AF_INET);
+    w::MpaConfig cfg;
+    const auto pd = bytes("slow but steady");
+    w::MpaFrame req = w::mpa_make_request(cfg, pd);
+    uint8_t f[w::kMpaMaxFrame];
+    size_t n = 0;
+    ASSERT_EQ(w::build_mpa_frame(req, f, n), w::Status::Ok);
+    int s = raw_connect(dst);
+    ASSERT_GE(s, 0);
+    for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(::send(s, &f[i], 1, MSG_NOSIGNAL), 1);
+        if (i % 7 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    auto r = srv.take<cm::ConnectRequest>();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->private_data, pd);
+    // Peer closes while the ULP decides: reported as Failed, accept then fails cleanly.
+    ::close(s);
+    auto f2 = srv.take<cm::Failed>(r->id);
+    EXPECT_TRUE(f2);
+    EXPECT_EQ(srv_cm.accept(r->id, {}), cm::CmStatus::UnknownId);
+}
+
+// Destroying a manager with everything in flight leaks nothing (checked by fd count).
+TEST(Cm, TeardownClosesEverything) {
+    auto count_fds = [] {
+        int n = 0;
+        for (int fd = 0; fd < 4096; ++fd)
+            if (::fcntl(fd, F_GETFD) >= 0) ++n;
+        return n;
+    };
+    int before = count_fds();
+    {
+        Log cli, srv;  // srv never answers: requests stay pending
+        cm::ConnectionManager srv_cm(srv.handler());
+        cm::ConnectionManager cli_cm(cli.handler());
+        cm::Address dst = listen_on(srv_cm, AF_INET);
+        for (int i = 0; i < 10; ++i)
+            ASSERT_TRUE(cli_cm.connect(dst.get(), dst.len, {}).ok());
+        for (int i = 0; i < 10; ++i)
+            ASSERT_TRUE(srv.take<cm::ConnectRequest>());
+    }
+    EXPECT_EQ(count_fds(), before);
+}
+
+}  // namespace
