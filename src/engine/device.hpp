@@ -16,6 +16,7 @@
 #include "engine/slot_queue.hpp"
 #include "engine/sync.hpp"
 #include "rnicpi/rnicpi.h"
+#include "transport/progress.hpp"
 
 namespace softrnic::engine {
 
@@ -151,6 +152,9 @@ class Device {
     std::array<std::atomic<ri_cq_event_callback_t>, Limits::kMaxCqHandlers + 1> cq_handlers{};
     std::array<std::atomic<bool>, Limits::kMaxCqHandlers + 1> cq_handler_used{};
     EventThread events;
+    // Moves data for this instance's connected streams (declared before the QP table so it
+    // outlives every channel registered with it).
+    transport::ProgressEngine progress;
 
     HandleTable<Pd> pds{ObjKind::Pd, Limits::kMaxPds};
     HandleTable<Cq> cqs{ObjKind::Cq, Limits::kMaxCqs};

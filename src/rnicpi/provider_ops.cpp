@@ -491,6 +491,12 @@ struct Ops {
         if (!c) return RI_RET_CQ_INVALID_HANDLE;
         if (!num || (!wcs && *num)) return RI_RET_INVALID_PARAMETER;
         uint32_t n = c->poll(wcs, *num);
+        if (n == 0 && *num != 0 && r->dev->progress.active()) {
+            // Nothing yet: move this instance's streams ourselves rather than wait for the
+            // progress thread to be scheduled (it parks while consumers poll).
+            r->dev->progress.poll_inline();
+            n = c->poll(wcs, *num);
+        }
         *num = n;
         return n ? RI_RET_SUCCESS : RI_RET_CQ_EMPTY;
     }

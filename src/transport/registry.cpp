@@ -23,7 +23,8 @@ void register_llp_claimer(LlpClaimer claimer) {
     claimers().push_back(claimer);
 }
 
-std::unique_ptr<Channel> claim_llp(ri_llp_stream_handle_t h, bool &known) {
+std::unique_ptr<Channel> claim_llp(ri_llp_stream_handle_t h, bool &known,
+                                   ProgressEngine &progress) {
     std::vector<LlpClaimer> list;
     {
         std::lock_guard lk(claimers_mu());
@@ -32,7 +33,7 @@ std::unique_ptr<Channel> claim_llp(ri_llp_stream_handle_t h, bool &known) {
     known = false;
     for (LlpClaimer c : list) {
         bool mine = false;
-        std::unique_ptr<Channel> ch = c(h, mine);
+        std::unique_ptr<Channel> ch = c(h, mine, progress);
         if (mine) {
             known = true;
             return ch;

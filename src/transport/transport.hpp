@@ -19,6 +19,7 @@
 #include <span>
 
 #include "rnicpi/rnicpi.h"
+#include "transport/progress.hpp"
 
 namespace softrnic::transport {
 
@@ -152,10 +153,13 @@ class Channel {
     virtual void close(CloseKind kind) = 0;
 };
 
-// Turns LLP stream handles into channels. Each transport registers one claimer.
-using LlpClaimer = std::unique_ptr<Channel> (*)(ri_llp_stream_handle_t h, bool &mine);
+// Turns LLP stream handles into channels. Each transport registers one claimer. `progress`
+// is the claiming RNIC instance's progress engine: an asynchronous channel registers its
+// stream there, so every connection of an instance shares one progress thread.
+using LlpClaimer = std::unique_ptr<Channel> (*)(ri_llp_stream_handle_t h, bool &mine,
+                                                ProgressEngine &progress);
 void register_llp_claimer(LlpClaimer claimer);
 // Returns the channel for `h`, or nullptr with `known` false when no transport issued it.
-std::unique_ptr<Channel> claim_llp(ri_llp_stream_handle_t h, bool &known);
+std::unique_ptr<Channel> claim_llp(ri_llp_stream_handle_t h, bool &known, ProgressEngine &progress);
 
 }  // namespace softrnic::transport

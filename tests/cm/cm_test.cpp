@@ -392,13 +392,24 @@ TEST(Cm, ArgumentValidation) {
     std::vector<uint8_t> pd(cm::kMaxPrivateData + 1);
     EXPECT_EQ(m.reject(1, pd), cm::CmStatus::InvalidArgument);
 
-    // Max-size private data goes through; accept() on an initiator is a state error.
+    // Max-size private data goes through; accept() on an initiator is a state error. The
+    // peer is a plain listener that never answers the MPA Request, so the connection is
+    // still being set up when accept() is tried (a closed port could already have failed
+    // it and forgotten the id).
+    int silent = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(silent, 0);
+    cm::Address sa = loopback(AF_INET);
+    ASSERT_EQ(::bind(silent, sa.get(), sa.len), 0);
+    ASSERT_EQ(::listen(silent, 4), 0);
+    ASSERT_EQ(::getsockname(silent, reinterpret_cast<sockaddr *>(&sa.storage), &sa.len), 0);
     cm::ConnParams max;
     max.private_data.assign(cm::kMaxPrivateData, 0x5A);
-    auto c = m.connect(a.get(), a.len, max);
+    max.timeout = std::chrono::milliseconds(300);
+    auto c = m.connect(sa.get(), sa.len, max);
     ASSERT_TRUE(c.ok());
     EXPECT_EQ(m.accept(c.value, {}), cm::CmStatus::WrongState);
-    EXPECT_TRUE(log.take<cm::Unreachable>(c.value));
+    EXPECT_TRUE(log.take<cm::TimedOut>(c.value));
+    ::close(silent);
 
     // stop_listen twice.
     cm::Address l = loopback(AF_INET);

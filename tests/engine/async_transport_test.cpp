@@ -56,7 +56,7 @@ class FakeChannel final : public Channel {
 std::mutex g_mu;
 std::map<int, FakeChannel *> g_fakes;  // handle -> channel, until claimed
 
-std::unique_ptr<Channel> claim_fake(ri_llp_stream_handle_t h, bool &mine) {
+std::unique_ptr<Channel> claim_fake(ri_llp_stream_handle_t h, bool &mine, ProgressEngine &) {
     std::lock_guard lk(g_mu);
     auto it = g_fakes.find(h);
     mine = it != g_fakes.end();

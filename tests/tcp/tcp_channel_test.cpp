@@ -493,4 +493,53 @@ TEST_F(TcpErrors, CorruptedCrc) {
     ::close(fb);
 }
 
+// Graceful disconnect (RDMAC Fig. 6): A moves to Closing with nothing outstanding; its
+// stream closes in order, B's QP sees the close and goes to Idle, A's close completes, both
+// raise LLQ_CLOSE_COMPLETE. Data sent before the close arrives first.
+TEST_F(TcpErrors, GracefulDisconnectBothSidesSeeIt) {
+    up();
+    Buf &src = buf(4096);
+    Buf &dst = buf(4096);
+    src.fill(3);
+    Mr *ms = ra.reg(src, kLocalRW);
+    Mr *md = rb.reg(dst, kLocalRW);
+    ri_data_seg_t r = sge(dst.data(), 4096, md->ltag);
+    ASSERT_EQ(post_recv(b, 1, &r, 1), RI_RET_SUCCESS);
+    ri_data_seg_t s = sge(src.data(), 4096, ms->ltag);
+    ASSERT_EQ(post_send(a, RI_WR_TYPE_SEND, kSig, 2, &s, 1), RI_RET_SUCCESS);
+    ri_rc_wc_t sw = must_poll(ra, a->scq);  // EXPECT_WC evaluates its argument repeatedly
+    EXPECT_WC(sw, RI_WC_TYPE_SEND, RI_WC_STATUS_SUCCESS, 2, 4096);
+    ASSERT_EQ(modify_state(a, RI_QP_STATE_CLOSING), RI_RET_SUCCESS);
+    ri_rc_wc_t rw = must_poll(rb, b->rcq);
+    EXPECT_WC(rw, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_SUCCESS, 1, 4096);
+    EXPECT_EQ(first_diff(src.data(), dst.data(), 4096), SIZE_MAX);
+    EXPECT_TRUE(wait_state(a, RI_QP_STATE_IDLE));
+    EXPECT_TRUE(wait_state(b, RI_QP_STATE_IDLE));
+    EXPECT_TRUE(wait_event(ra, RI_EVENT_QP_LLQ_CLOSE_COMPLETE, a->os()))
+        << ra.rec.describe_events();
+    EXPECT_TRUE(wait_event(rb, RI_EVENT_QP_LLQ_CLOSE_COMPLETE, b->os()))
+        << rb.rec.describe_events();
+}
+
+// A graceful close while the peer still has receives posted: the peer reports a bad close,
+// goes to Error and flushes its receives; the closing side completes its close.
+TEST_F(TcpErrors, GracefulDisconnectFlushesPeerReceives) {
+    up();
+    Buf &dst = buf(256);
+    Mr *md = rb.reg(dst, kLocalRW);
+    ri_data_seg_t r = sge(dst.data(), 256, md->ltag);
+    ASSERT_EQ(post_recv(b, 7, &r, 1), RI_RET_SUCCESS);
+    ASSERT_EQ(post_recv(b, 8, &r, 1), RI_RET_SUCCESS);
+    ASSERT_EQ(modify_state(a, RI_QP_STATE_CLOSING), RI_RET_SUCCESS);
+    auto flushed = poll_n(rb, b->rcq, 2, std::chrono::seconds(10));
+    ASSERT_EQ(flushed.size(), 2u);
+    EXPECT_EQ(flushed[0].id, 7u);
+    EXPECT_EQ(flushed[1].id, 8u);
+    EXPECT_EQ(flushed[0].op_status, RI_WC_STATUS_WR_FLUSHED_ERROR);
+    EXPECT_EQ(flushed[1].op_status, RI_WC_STATUS_WR_FLUSHED_ERROR);
+    EXPECT_TRUE(wait_state(b, RI_QP_STATE_ERROR));
+    EXPECT_TRUE(wait_event(rb, RI_EVENT_TYPE_BAD_CLOSE, b->os())) << rb.rec.describe_events();
+    EXPECT_TRUE(wait_state(a, RI_QP_STATE_IDLE));
+}
+
 }  // namespace

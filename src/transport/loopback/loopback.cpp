@@ -157,7 +157,7 @@ class LoopbackChannel final : public Channel {
     int side_;
 };
 
-std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, bool &mine) {
+std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, bool &mine, ProgressEngine &) {
     std::lock_guard lk(g_mu);
     auto it = g_unclaimed.find(h);
     if (it == g_unclaimed.end()) {

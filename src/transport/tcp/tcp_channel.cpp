@@ -30,8 +30,8 @@
 // Send/Write record becomes ready once the last byte of its last FPDU went to the kernel;
 // a Read when its last Read Response segment has been placed. Only the head of `ops_` is
 // ever reported, so a later send stays behind an earlier read. Reports are made by the
-// progress thread (or by detach() after the progress thread stopped calling the
-// endpoint), never with `mu_` held: the engine re-enters close() from tx_complete.
+// progress context (or by detach() after progress stopped calling the endpoint), never
+// with `mu_` held: the engine re-enters close() from tx_complete.
 // Fast path: when the op is the only one outstanding, nothing is being reported and the
 // kernel took all of it inside submit(), submit() returns Done directly (no thread hop).
 //
@@ -152,9 +152,12 @@ struct Fpdu {
 
 enum class TxState : uint8_t { Open, Closing, Dead };
 
-class Core : public std::enable_shared_from_this<Core> {
+// Progress context: Core::progress(), run by the RNIC instance's ProgressEngine on its
+// thread or on a consumer's thread polling a CQ, never two at a time. Everything marked
+// "progress only" below is touched only there (or by detach() once progress stopped).
+class Core final : public ProgressSource {
   public:
-    Core(int fd, const StreamParams &p) : fd_(fd), p_(p) {
+    Core(int fd, const StreamParams &p, ProgressEngine &pe) : fd_(fd), p_(p), pe_(pe) {
         crc_ = p.crc;
         uint32_t rx_cap = p.mulpdu_rx_cap ? std::min<uint32_t>(p.mulpdu_rx_cap, 0xFFFF) : 0xFFFF;
         dec_ = std::make_unique<w::FpduDecoder>(w::FpduDecoderConfig{p.crc, rx_cap});
@@ -170,44 +173,36 @@ class Core : public std::enable_shared_from_this<Core> {
         ord_ = std::max<uint32_t>(p.ord, 1);
         ird_ = p.ird;
         rxbuf_ = std::make_unique<uint8_t[]>(kRxBuf);
-        wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        ep_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-        if (wake_fd_ < 0 || ep_fd_ < 0) return;
-        epoll_event ev{};
-        ev.events = EPOLLIN;
-        ev.data.fd = wake_fd_;
-        if (::epoll_ctl(ep_fd_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0) return;
-        ev.events = EPOLLIN | EPOLLRDHUP;
-        ev.data.fd = fd_;
-        if (::epoll_ctl(ep_fd_, EPOLL_CTL_ADD, fd_, &ev) != 0) return;
-        ok_ = true;
+        token_ = pe_.add(this);
     }
 
-    ~Core() {
+    ~Core() override {
+        // Registered until here: no progress() runs after remove() returns.
+        if (token_.valid()) pe_.remove(token_);
         if (fd_ >= 0) ::close(fd_);
-        if (wake_fd_ >= 0) ::close(wake_fd_);
-        if (ep_fd_ >= 0) ::close(ep_fd_);
     }
 
-    bool ok() const { return ok_; }
+    bool ok() const { return token_.valid(); }
+    void disown_fd() { fd_ = -1; }
 
     void attach(Endpoint *ep) {
         ep_ = ep;
-        std::shared_ptr<Core> self = shared_from_this();
-        thread_ = std::thread([self] { self->run(); });
+        attached_.store(true, std::memory_order_release);
+        std::lock_guard lk(mu_);
+        out_armed_ = !fpdus_.empty();
+        uint32_t events = EPOLLIN | EPOLLRDHUP | (out_armed_ ? uint32_t{EPOLLOUT} : 0u);
+        if (fd_ >= 0 && !pe_.watch(token_, fd_, events))
+            abort_req_ = true;  // cannot be watched: treat as a broken stream
+        wake();
     }
 
     // Called by the owning channel's destructor.
     void shutdown_owner() {
-        if (thread_.joinable()) detach();
-        exit_.store(true, std::memory_order_release);
-        wake();
-        if (!thread_.joinable()) return;
-        if (std::this_thread::get_id() == thread_.get_id())
-            thread_.detach();  // we are inside our own callback; the thread holds `self`
-        else
-            thread_.join();
+        if (attached_.load(std::memory_order_acquire) && !detached_.load(std::memory_order_acquire))
+            detach();
     }
+
+    void progress(uint32_t events) override;
 
     OpResult submit(const OutboundOp &op);
     void terminate(TerminateCode code);
@@ -215,7 +210,7 @@ class Core : public std::enable_shared_from_this<Core> {
     void detach();
 
   private:
-    // ---- endpoint gate: the progress thread brackets every endpoint call (and every
+    // ---- endpoint gate: progress brackets every endpoint call (and every
     // write into an op's sink) so detach() can wait for it.
     bool enter_ep() {
         in_ep_.fetch_add(1, std::memory_order_seq_cst);
@@ -227,13 +222,8 @@ class Core : public std::enable_shared_from_this<Core> {
     }
     void leave_ep() { in_ep_.fetch_sub(1, std::memory_order_release); }
 
-    void wake() {
-        if (wake_fd_ < 0) return;
-        uint64_t one = 1;
-        [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
-    }
+    void wake() { pe_.wake(token_); }
 
-    void run();
     void do_read();
     bool handle_segment(std::span<const uint8_t> ulpdu);
     void report_ready();
@@ -261,17 +251,15 @@ class Core : public std::enable_shared_from_this<Core> {
     uint32_t mulpdu_ = 0;
     uint32_t ord_ = 1;
     uint32_t ird_ = 0;
-    int wake_fd_ = -1;
-    int ep_fd_ = -1;
-    bool ok_ = false;
-    Endpoint *ep_ = nullptr;
-    std::thread thread_;
-    std::atomic<bool> exit_{false};
+    ProgressEngine &pe_;
+    ProgressEngine::Token token_{};
+    Endpoint *ep_ = nullptr;  // set once, before attached_ is published
+    std::atomic<bool> attached_{false};
     std::atomic<bool> detached_{false};
     std::atomic<uint32_t> in_ep_{0};
     std::atomic<bool> rx_open_{true};  // arrivals are delivered
 
-    // Progress-thread only.
+    // Progress only.
     std::unique_ptr<uint8_t[]> rxbuf_;
     std::unique_ptr<w::FpduDecoder> dec_;
     w::UntaggedReassembler reasm_;
@@ -279,7 +267,7 @@ class Core : public std::enable_shared_from_this<Core> {
     bool recv_open_ = false;
 
     // Guarded by mu_. A plain mutex: the posting thread holds it for one non-blocking
-    // sendmsg() at most, the progress thread for queue bookkeeping.
+    // sendmsg() at most, progress for queue bookkeeping.
     std::mutex mu_;
     std::deque<OpRec> ops_;
     std::deque<OpRec *> reads_;  // Read Requests on the wire, oldest first
@@ -502,13 +490,11 @@ void Core::flush_locked() {
 }
 
 void Core::update_out_locked() {
-    if (fd_ < 0) return;
+    if (fd_ < 0 || !attached_.load(std::memory_order_acquire)) return;
     bool want = !fpdus_.empty();
     if (want == out_armed_) return;
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP | (want ? uint32_t{EPOLLOUT} : 0u);
-    ev.data.fd = fd_;
-    if (::epoll_ctl(ep_fd_, EPOLL_CTL_MOD, fd_, &ev) == 0) out_armed_ = want;
+    if (pe_.watch(token_, fd_, EPOLLIN | EPOLLRDHUP | (want ? uint32_t{EPOLLOUT} : 0u)))
+        out_armed_ = want;
 }
 
 void Core::own_partial_head_locked() {
@@ -613,7 +599,7 @@ void Core::close_fd_locked(bool abortive) {
         linger lg{1, 0};
         ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
     }
-    ::epoll_ctl(ep_fd_, EPOLL_CTL_DEL, fd_, nullptr);
+    pe_.unwatch(token_);
     ::close(fd_);
     fd_ = -1;
     tx_ = TxState::Dead;
@@ -636,7 +622,7 @@ void Core::close(CloseKind kind) {
     drop_unwritten_locked();
     fail_all_locked({OpOutcome::Disconnected, {}});
     if (kind == CloseKind::Abortive && !terminate_queued_) {
-        abort_req_ = true;  // the progress thread closes the fd (it alone reads it)
+        abort_req_ = true;  // progress closes the fd (it alone reads it)
     } else if (tx_ == TxState::Open) {
         tx_ = TxState::Closing;
         flush_locked();
@@ -647,7 +633,7 @@ void Core::close(CloseKind kind) {
 void Core::detach() {
     detached_.store(true, std::memory_order_seq_cst);
     rx_open_.store(false, std::memory_order_release);
-    if (!thread_.joinable() || std::this_thread::get_id() != thread_.get_id()) {
+    if (ProgressEngine::current() != this) {
         // Endpoint calls are short (a copy of at most one receive buffer); yield-wait like
         // the engine's own gates do.
         while (in_ep_.load(std::memory_order_acquire) != 0)
@@ -681,44 +667,31 @@ void Core::detach() {
     wake();
 }
 
-// --------------------------------------------------------------------- progress thread
+// ------------------------------------------------------------------------------ progress
 
-void Core::run() {
-    std::array<epoll_event, 4> evs;
-    while (!exit_.load(std::memory_order_acquire)) {
-        int n = ::epoll_wait(ep_fd_, evs.data(), static_cast<int>(evs.size()), -1);
-        if (n < 0 && errno != EINTR) break;
-        bool readable = false, writable = false;
-        for (int i = 0; i < n; ++i) {
-            if (evs[i].data.fd == wake_fd_) {
-                uint64_t v;
-                [[maybe_unused]] ssize_t r = ::read(wake_fd_, &v, sizeof v);
-            } else {
-                if (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) readable = true;
-                if (evs[i].events & EPOLLOUT) writable = true;
-            }
+void Core::progress(uint32_t events) {
+    if (!attached_.load(std::memory_order_acquire)) return;
+    bool readable = events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
+    bool writable = events & EPOLLOUT;
+    {
+        std::lock_guard lk(mu_);
+        if (abort_req_) {
+            abort_req_ = false;
+            close_fd_locked(true);
         }
-        if (exit_.load(std::memory_order_acquire)) break;
-        {
-            std::lock_guard lk(mu_);
-            if (abort_req_) {
-                abort_req_ = false;
-                close_fd_locked(true);
-            }
-        }
-        if (readable) do_read();
-        {
-            std::lock_guard lk(mu_);
-            if (writable || !fpdus_.empty() || !msgs_.empty()) flush_locked();
-        }
-        release_refs();
-        report_ready();
     }
+    if (readable) do_read();
+    {
+        std::lock_guard lk(mu_);
+        if (writable || !fpdus_.empty() || !msgs_.empty()) flush_locked();
+    }
+    release_refs();
+    report_ready();
 }
 
 void Core::do_read() {
     for (int iter = 0; iter < 16; ++iter) {
-        if (fd_ < 0) return;  // only this thread closes fd_
+        if (fd_ < 0) return;  // only progress closes fd_
         ssize_t n = ::recv(fd_, rxbuf_.get(), kRxBuf, MSG_DONTWAIT);
         if (n > 0) {
             std::span<const uint8_t> in(rxbuf_.get(), static_cast<size_t>(n));
@@ -1036,7 +1009,7 @@ void Core::report_ready() {
 
 class TcpChannel final : public Channel {
   public:
-    explicit TcpChannel(std::shared_ptr<Core> c) : core_(std::move(c)) {}
+    explicit TcpChannel(std::unique_ptr<Core> c) : core_(std::move(c)) {}
     ~TcpChannel() override { core_->shutdown_owner(); }
     bool asynchronous() const override { return true; }
     void attach(Endpoint *ep) override { core_->attach(ep); }
@@ -1048,13 +1021,13 @@ class TcpChannel final : public Channel {
     void close(CloseKind kind) override { core_->close(kind); }
 
   private:
-    std::shared_ptr<Core> core_;
+    std::unique_ptr<Core> core_;
 };
 
 std::mutex g_mu;
 std::map<int, StreamParams> g_unclaimed;
 
-std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, bool &mine) {
+std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, bool &mine, ProgressEngine &pe) {
     StreamParams p;
     {
         std::lock_guard lk(g_mu);
@@ -1068,18 +1041,15 @@ std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, bool &mine) {
         g_unclaimed.erase(it);
     }
     // On failure the handle is consumed but the fd stays the caller's (nothing claimed it).
-    auto core = std::make_shared<Core>(h, p);
-    if (!core->ok()) return nullptr;
+    auto core = std::make_unique<Core>(h, p, pe);
+    if (!core->ok()) {
+        core->disown_fd();  // the fd stays the caller's: nothing was claimed
+        return nullptr;
+    }
     return std::make_unique<TcpChannel>(std::move(core));
 }
 
 }  // namespace
-
-std::unique_ptr<Channel> make_channel(int fd, const StreamParams &params) {
-    auto core = std::make_shared<Core>(fd, params);
-    if (!core->ok()) return nullptr;
-    return std::make_unique<TcpChannel>(std::move(core));
-}
 
 void ensure_registered() {
     register_llp_claimer(&claim);

@@ -7,10 +7,11 @@
 // that hand-over: it records the negotiated stream parameters and makes the fd a valid LLP
 // stream handle; the engine's claim turns it into a TcpChannel that owns the fd.
 //
-// Threading: one progress thread per channel (started at attach) owns the receive side
-// and every call into the Endpoint; it blocks in epoll when idle. The posting thread
-// encodes and writes directly (non-blocking) under a small per-channel mutex; what the
-// kernel does not take stays queued and the progress thread flushes it on EPOLLOUT.
+// Threading: the claiming RNIC instance's ProgressEngine (transport/progress.hpp) runs the
+// receive side and every call into the Endpoint, on its thread (idle in epoll) or inline
+// on a consumer's thread polling a CQ. The posting thread encodes and writes directly
+// (non-blocking) under a small per-channel mutex; what the kernel does not take stays
+// queued and progress flushes it on EPOLLOUT.
 #pragma once
 
 #include <cstdint>
@@ -43,8 +44,5 @@ bool forget_socket(ri_llp_stream_handle_t h);
 
 // Makes the TCP transport known to the LLP registry (idempotent; adopt_socket calls it).
 void ensure_registered();
-
-// Exposed for tests: the channel the claimer builds.
-std::unique_ptr<Channel> make_channel(int fd, const StreamParams &params);
 
 }  // namespace softrnic::transport::tcp

@@ -1,0 +1,331 @@
+#include "transport/progress.hpp"
+
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace softrnic::transport {
+
+namespace {
+
+constexpr uint32_t kRunning = 1;
+constexpr uint32_t kPending = 2;
+constexpr uint32_t kDead = 4;
+
+// An inline poll within this window counts as "a consumer is polling": the thread parks.
+constexpr int64_t kInlineWindowNs = 200'000;
+// How often a parked thread checks whether the pollers stopped (bounds the delay before a
+// source nobody polls any more is served again).
+constexpr int kParkRecheckMs = 1;
+
+thread_local ProgressSource *tls_current = nullptr;
+
+int64_t now_ns() {
+    timespec ts;
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+uint64_t pack(uint32_t gen, uint32_t slot) {
+    return (uint64_t{gen} << 32) | slot;
+}
+
+void drain_eventfd(int fd) {
+    uint64_t v;
+    [[maybe_unused]] ssize_t r = ::read(fd, &v, sizeof v);
+}
+
+}  // namespace
+
+ProgressSource *ProgressEngine::current() {
+    return tls_current;
+}
+
+ProgressEngine::~ProgressEngine() {
+    if (thread_.joinable()) {
+        stop_.store(true, std::memory_order_seq_cst);
+        uint64_t one = 1;
+        [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
+        thread_.join();
+    }
+    if (ep_ >= 0) ::close(ep_);
+    if (thread_ep_ >= 0) ::close(thread_ep_);
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+    for (auto &c : chunks_)
+        delete[] c.load(std::memory_order_relaxed);
+}
+
+ProgressEngine::Slot *ProgressEngine::slot(uint32_t i) const {
+    if (i >= kMaxSlots) return nullptr;
+    Slot *chunk = chunks_[i / kChunk].load(std::memory_order_acquire);
+    return chunk ? &chunk[i % kChunk] : nullptr;
+}
+
+ProgressEngine::Slot *ProgressEngine::lookup(Token t) const {
+    Slot *s = slot(t.slot);
+    if (!s || s->gen.load(std::memory_order_acquire) != t.gen) return nullptr;
+    return s;
+}
+
+bool ProgressEngine::start_locked() {
+    if (thread_.joinable()) return true;
+    if (ep_ < 0) ep_ = ::epoll_create1(EPOLL_CLOEXEC);
+    if (thread_ep_ < 0) thread_ep_ = ::epoll_create1(EPOLL_CLOEXEC);
+    if (wake_fd_ < 0) wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ep_ < 0 || thread_ep_ < 0 || wake_fd_ < 0) return false;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = 0;
+    if (::epoll_ctl(thread_ep_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0 && errno != EEXIST) return false;
+    ev.data.u64 = 1;
+    if (::epoll_ctl(thread_ep_, EPOLL_CTL_ADD, ep_, &ev) != 0 && errno != EEXIST) return false;
+    if (!polled_) polled_ = std::make_unique<std::atomic<uint64_t>[]>(kMaxSlots);
+    try {
+        thread_ = std::thread([this] { thread_main(); });
+    } catch (...) {
+        return false;
+    }
+    return true;
+}
+
+ProgressEngine::Token ProgressEngine::add(ProgressSource *src, bool memory_polled) {
+    if (!src) return {};
+    std::lock_guard lk(mu_);
+    if (!start_locked()) return {};
+    uint32_t idx;
+    if (!free_.empty()) {
+        idx = free_.back();
+        free_.pop_back();
+    } else {
+        idx = next_slot_.load(std::memory_order_relaxed);
+        if (idx >= kMaxSlots) return {};
+        if (!chunks_[idx / kChunk].load(std::memory_order_relaxed)) {
+            Slot *chunk = new (std::nothrow) Slot[kChunk];
+            if (!chunk) return {};
+            chunks_[idx / kChunk].store(chunk, std::memory_order_release);
+        }
+        next_slot_.store(idx + 1, std::memory_order_release);
+    }
+    Slot &s = *slot(idx);
+    s.src.store(src, std::memory_order_relaxed);
+    s.events.store(0, std::memory_order_relaxed);
+    s.wanted.store(false, std::memory_order_relaxed);
+    s.fd = -1;
+    s.memory_polled = memory_polled;
+    s.state.store(0, std::memory_order_release);
+    uint32_t gen = s.gen.load(std::memory_order_relaxed) + 1;
+    if (gen == 0) gen = 1;
+    s.gen.store(gen, std::memory_order_release);
+    if (memory_polled) {
+        uint32_t n = npolled_.load(std::memory_order_relaxed);
+        polled_[n].store(pack(gen, idx), std::memory_order_relaxed);
+        npolled_.store(n + 1, std::memory_order_release);
+    }
+    sources_.fetch_add(1, std::memory_order_release);
+    return {idx, gen};
+}
+
+bool ProgressEngine::watch(Token t, int fd, uint32_t events) {
+    std::lock_guard lk(mu_);
+    Slot *s = lookup(t);
+    if (!s || fd < 0) return false;
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = pack(t.gen, t.slot);
+    if (s->fd == fd) return ::epoll_ctl(ep_, EPOLL_CTL_MOD, fd, &ev) == 0;
+    if (s->fd >= 0) {
+        ::epoll_ctl(ep_, EPOLL_CTL_DEL, s->fd, nullptr);
+        fd_sources_.fetch_sub(1, std::memory_order_relaxed);
+        s->fd = -1;
+    }
+    if (::epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev) != 0) return false;
+    s->fd = fd;
+    fd_sources_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
+void ProgressEngine::unwatch(Token t) {
+    std::lock_guard lk(mu_);
+    Slot *s = lookup(t);
+    if (!s || s->fd < 0) return;
+    ::epoll_ctl(ep_, EPOLL_CTL_DEL, s->fd, nullptr);
+    fd_sources_.fetch_sub(1, std::memory_order_relaxed);
+    s->fd = -1;
+}
+
+void ProgressEngine::remove(Token t) {
+    Slot *s;
+    {
+        std::lock_guard lk(mu_);
+        s = lookup(t);
+        if (!s) return;
+        if (s->fd >= 0) {
+            ::epoll_ctl(ep_, EPOLL_CTL_DEL, s->fd, nullptr);
+            fd_sources_.fetch_sub(1, std::memory_order_relaxed);
+            s->fd = -1;
+        }
+        // New lookups (epoll data, polled list, wake) now fail the generation check.
+        s->gen.store(s->gen.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+        if (s->memory_polled) {
+            uint32_t n = npolled_.load(std::memory_order_relaxed);
+            for (uint32_t i = 0; i < n; ++i)
+                if (static_cast<uint32_t>(polled_[i].load(std::memory_order_relaxed)) == t.slot) {
+                    polled_[i].store(polled_[n - 1].load(std::memory_order_relaxed),
+                                     std::memory_order_relaxed);
+                    npolled_.store(n - 1, std::memory_order_release);
+                    break;
+                }
+        }
+        sources_.fetch_sub(1, std::memory_order_release);
+    }
+    // A kicker that passed the generation check before may still be running progress():
+    // wait for it (progress() is short and never blocks), then close the slot for good.
+    uint32_t st = s->state.load(std::memory_order_acquire);
+    for (;;) {
+        if (st & kRunning) {
+            std::this_thread::yield();
+            st = s->state.load(std::memory_order_acquire);
+            continue;
+        }
+        if (s->state.compare_exchange_weak(st, kDead, std::memory_order_acq_rel)) break;
+    }
+    std::lock_guard lk(mu_);
+    s->src.store(nullptr, std::memory_order_relaxed);
+    free_.push_back(t.slot);
+}
+
+void ProgressEngine::wake(Token t) {
+    Slot *s = lookup(t);
+    if (!s) return;
+    s->wanted.store(true, std::memory_order_release);
+    any_wanted_.store(true, std::memory_order_seq_cst);
+    // Dekker pair with thread_main: it publishes thread_waiting_ before checking
+    // any_wanted_, we publish any_wanted_ before checking thread_waiting_.
+    if (thread_waiting_.load(std::memory_order_seq_cst)) {
+        uint64_t one = 1;
+        [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
+    }
+}
+
+void ProgressEngine::kick(Slot &s, uint32_t events) {
+    if (events) s.events.fetch_or(events, std::memory_order_release);
+    uint32_t st = s.state.load(std::memory_order_acquire);
+    for (;;) {
+        if (st & kDead) return;
+        if (st & kRunning) {
+            // The runner goes round again before it lets go.
+            if ((st & kPending) ||
+                s.state.compare_exchange_weak(st, st | kPending, std::memory_order_acq_rel))
+                return;
+            continue;
+        }
+        if (s.state.compare_exchange_weak(st, kRunning, std::memory_order_acq_rel)) break;
+    }
+    ProgressSource *src = s.src.load(std::memory_order_acquire);
+    ProgressSource *prev = tls_current;
+    tls_current = src;
+    for (;;) {
+        uint32_t ev = s.events.exchange(0, std::memory_order_acq_rel);
+        if (src) src->progress(ev);
+        uint32_t expect = kRunning;
+        if (s.state.compare_exchange_strong(expect, 0, std::memory_order_acq_rel)) break;
+        // kPending was set: clear it (a later kicker sets it again) and run once more.
+        while (!s.state.compare_exchange_weak(expect, kRunning, std::memory_order_acq_rel)) {
+        }
+    }
+    tls_current = prev;
+}
+
+void ProgressEngine::drain(int n, const void *raw) {
+    const auto *evs = static_cast<const epoll_event *>(raw);
+    for (int i = 0; i < n; ++i) {
+        auto idx = static_cast<uint32_t>(evs[i].data.u64);
+        auto gen = static_cast<uint32_t>(evs[i].data.u64 >> 32);
+        Slot *s = slot(idx);
+        if (!s || s->gen.load(std::memory_order_acquire) != gen) continue;
+        kick(*s, evs[i].events);
+    }
+}
+
+void ProgressEngine::run_wanted() {
+    if (!any_wanted_.exchange(false, std::memory_order_seq_cst)) return;
+    uint32_t n = next_slot_.load(std::memory_order_acquire);
+    for (uint32_t i = 0; i < n; ++i) {
+        Slot *s = slot(i);
+        if (s && s->wanted.load(std::memory_order_relaxed) &&
+            s->wanted.exchange(false, std::memory_order_acq_rel))
+            kick(*s, 0);
+    }
+}
+
+bool ProgressEngine::inline_recent() const {
+    return now_ns() - last_inline_ns_.load(std::memory_order_relaxed) < kInlineWindowNs;
+}
+
+bool ProgressEngine::poll_inline() {
+    if (!active()) return false;
+    last_inline_ns_.store(now_ns(), std::memory_order_relaxed);
+    bool did = false;
+    if (fd_sources_.load(std::memory_order_relaxed) != 0) {
+        epoll_event evs[32];
+        int n = ::epoll_wait(ep_, evs, 32, 0);
+        if (n > 0) {
+            drain(n, evs);
+            did = true;
+        }
+    }
+    uint32_t np = npolled_.load(std::memory_order_acquire);
+    for (uint32_t i = 0; i < np; ++i) {
+        uint64_t v = polled_[i].load(std::memory_order_relaxed);
+        Slot *s = slot(static_cast<uint32_t>(v));
+        if (!s || s->gen.load(std::memory_order_acquire) != static_cast<uint32_t>(v >> 32))
+            continue;
+        kick(*s, 0);
+        did = true;
+    }
+    if (any_wanted_.load(std::memory_order_acquire)) {
+        run_wanted();
+        did = true;
+    }
+    return did;
+}
+
+void ProgressEngine::thread_main() {
+    epoll_event evs[64];
+    while (!stop_.load(std::memory_order_acquire)) {
+        if (inline_recent()) {
+            // Parked: the pollers serve the sources; wake-ups still reach us.
+            pollfd p{wake_fd_, POLLIN, 0};
+            if (::poll(&p, 1, kParkRecheckMs) > 0) drain_eventfd(wake_fd_);
+            run_wanted();
+            continue;
+        }
+        thread_waiting_.store(true, std::memory_order_seq_cst);
+        if (any_wanted_.load(std::memory_order_seq_cst) || stop_.load(std::memory_order_seq_cst)) {
+            thread_waiting_.store(false, std::memory_order_relaxed);
+            run_wanted();
+            continue;
+        }
+        int n = ::epoll_wait(thread_ep_, evs, 2, -1);
+        thread_waiting_.store(false, std::memory_order_relaxed);
+        bool sources_ready = false;
+        for (int i = 0; i < n; ++i) {
+            if (evs[i].data.u64 == 0)
+                drain_eventfd(wake_fd_);
+            else
+                sources_ready = true;
+        }
+        if (sources_ready) {
+            int k = ::epoll_wait(ep_, evs, 64, 0);
+            if (k > 0) drain(k, evs);
+        }
+        run_wanted();
+    }
+}
+
+}  // namespace softrnic::transport
