@@ -234,6 +234,11 @@ ri_api_return_t Qp::validate_sq_wr(const ri_wr_t &wr) const {
         if (n && !sg) return RI_RET_WR_SG_INVALID_FORMAT;
         return RI_RET_SUCCESS;
     };
+    uint32_t caps = chan_caps.load(std::memory_order_acquire);
+    if (t == RI_WR_TYPE_SEND_IMMEDIATE && !(caps & transport::Channel::kCapSendImmediate))
+        return RI_RET_OP_UNSUPPORTED;
+    if (t == RI_WR_TYPE_RDMA_WRITE_IMMEDIATE && !(caps & transport::Channel::kCapWriteImmediate))
+        return RI_RET_OP_UNSUPPORTED;
     switch (t) {
         case RI_WR_TYPE_SEND:
         case RI_WR_TYPE_SEND_INVALIDATE:
@@ -282,6 +287,8 @@ ri_api_return_t Qp::validate_sq_wr(const ri_wr_t &wr) const {
         }
         case RI_WR_TYPE_COMPARE_AND_SWAP:
         case RI_WR_TYPE_FETCH_AND_ADD:
+            // The stream must carry them (RFC 7306 agreed with a TCP peer).
+            if (!(caps & transport::Channel::kCapAtomics)) return RI_RET_RNIC_ATOMICS_UNSUPPORTED;
             if (wr.wr_atomic.atomic_result.len < 8) return RI_RET_WR_SG_INVALID_FORMAT;
             return RI_RET_SUCCESS;
     }
@@ -1277,6 +1284,7 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
             case RI_QP_STATE_READY_TO_SEND:
                 chan = std::move(new_chan);
                 async_chan = chan->asynchronous();
+                chan_caps.store(chan->capabilities(), std::memory_order_release);
                 llp = iw.llp_stream_handle;
                 llp_set = true;
                 state.store(RI_QP_STATE_READY_TO_SEND, std::memory_order_release);
@@ -1320,6 +1328,7 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
                 drop_pending(true);
                 flush_rq();
                 chan.reset();
+                chan_caps.store(transport::Channel::kCapAll, std::memory_order_release);
                 async_chan = false;
                 llp_set = false;
                 llp = 0;

@@ -66,7 +66,9 @@ class Qp final : public transport::Endpoint {
     bool term_local = false;
 
     std::unique_ptr<transport::Channel> chan;
-    bool async_chan = false;              // the transport completes operations later (tx_complete)
+    bool async_chan = false;  // the transport completes operations later (tx_complete)
+    // Optional operations the stream carries (Channel::capabilities), set at RTS.
+    std::atomic<uint32_t> chan_caps{transport::Channel::kCapAll};
     std::atomic<bool> cancelling{false};  // being destroyed: outstanding WRs just vanish
     std::mutex pending_mu;                // used only with asynchronous transports
     std::deque<InFlight> pending;

@@ -143,6 +143,13 @@ class Channel {
     // while) detach() returns; it must not touch an operation's local memory after
     // reporting it.
     virtual bool asynchronous() const { return false; }
+    // Optional operations the stream can carry (a TCP peer that has not agreed to RFC 7306
+    // gets no atomics or immediate data); the engine refuses the others at post time.
+    static constexpr uint32_t kCapAtomics = 1;
+    static constexpr uint32_t kCapWriteImmediate = 2;
+    static constexpr uint32_t kCapSendImmediate = 4;
+    static constexpr uint32_t kCapAll = kCapAtomics | kCapWriteImmediate | kCapSendImmediate;
+    virtual uint32_t capabilities() const { return kCapAll; }
     // Starts delivery of arrivals to `ep`. Called once, when the QP enters RTS.
     virtual void attach(Endpoint *ep) = 0;
     // Stops delivery and waits until no call into the endpoint is in progress.

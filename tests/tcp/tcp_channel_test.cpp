@@ -115,7 +115,7 @@ class TcpTest : public ::testing::TestWithParam<Cfg> {
     void SetUp() override { ASSERT_TRUE(ra.ok() && rb.ok()); }
 
     // Creates the QPs and connects them over TCP with a real MPA exchange.
-    void up(const QpOpts &oa = {}, const QpOpts &ob = {}, Cfg c = {true, 0}) {
+    void up(const QpOpts &oa = {}, const QpOpts &ob = {}, Cfg c = {true, 0}, bool rfc7306 = false) {
         a = ra.new_qp(oa);
         b = rb.new_qp(ob);
         ASSERT_TRUE(a && b);
@@ -125,8 +125,10 @@ class TcpTest : public ::testing::TestWithParam<Cfg> {
         ASSERT_TRUE(mpa_exchange(fa, fb, c.crc, ma, mb));
         EXPECT_EQ(ma.crc, c.crc);
         EXPECT_EQ(mb.crc, c.crc);
-        ri_llp_stream_handle_t ha = tcp::adopt_socket(fa, params_of(ma, c.mulpdu));
-        ri_llp_stream_handle_t hb = tcp::adopt_socket(fb, params_of(mb, c.mulpdu));
+        tcp::StreamParams pa = params_of(ma, c.mulpdu), pb = params_of(mb, c.mulpdu);
+        pa.rfc7306 = pb.rfc7306 = rfc7306;  // agreed out of band (MPA has no bit for it)
+        ri_llp_stream_handle_t ha = tcp::adopt_socket(fa, pa);
+        ri_llp_stream_handle_t hb = tcp::adopt_socket(fb, pb);
         ASSERT_EQ(ha, fa);
         ASSERT_EQ(hb, fb);
         ASSERT_EQ(to_rts(a, ha), RI_RET_SUCCESS);
@@ -540,6 +542,151 @@ TEST_F(TcpErrors, GracefulDisconnectFlushesPeerReceives) {
     EXPECT_TRUE(wait_state(b, RI_QP_STATE_ERROR));
     EXPECT_TRUE(wait_event(rb, RI_EVENT_TYPE_BAD_CLOSE, b->os())) << rb.rec.describe_events();
     EXPECT_TRUE(wait_state(a, RI_QP_STATE_IDLE));
+}
+
+// RFC 7306 on the wire, when both ends agreed to it: fetch-and-add and compare-and-swap
+// (hit and miss) execute at the target and return the original value; they share ORD with
+// reads and come back in order with them; RDMA Write with immediate places the data and
+// consumes a receive with the immediate, the Write's length and the solicited flag.
+class TcpRfc7306 : public TcpTest {};
+
+TEST_F(TcpRfc7306, AtomicsExecuteAtTheTargetInOrderWithReads) {
+    QpOpts o;
+    up(o, o, {true, 0}, true);
+    Buf &target = buf(64);
+    Buf &results = buf(64);
+    Buf &sink = buf(64);
+    uint64_t v = 100;
+    std::memcpy(target.data(), &v, 8);
+    Mr *mt = rb.reg(target, kAllRemote | RI_MEM_FLAGS_ATOMICS);
+    Mr *mr = ra.reg(results, kLocalRW);
+    Mr *mk = ra.reg(sink, kLocalRW);
+    ASSERT_TRUE(mt && mr && mk);
+    auto atomic = [&](ri_wr_type_t t, uint64_t id, uint64_t op1, uint64_t op2, size_t slot) {
+        ri_wr_t w;
+        std::memset(&w, 0, sizeof w);
+        w.wr_atomic.type = t;
+        w.wr_atomic.flags = F(kSig);
+        w.wr_atomic.id = id;
+        w.wr_atomic.rtag = mt->rtag;
+        w.wr_atomic.atomic_operand1 = op1;
+        w.wr_atomic.atomic_operand2 = op2;
+        w.wr_atomic.atomic_result = sge(results.data() + 8 * slot, 8, mr->ltag);
+        return post_wr(a, &w);
+    };
+    ASSERT_EQ(atomic(RI_WR_TYPE_FETCH_AND_ADD, 1, 5, 0, 0), RI_RET_SUCCESS);  // 100 -> 105
+    ri_data_seg_t k = sge(sink.data(), 8, mk->ltag);
+    ASSERT_EQ(post_read(a, kSig, 2, &k, 1, target.va(), mt->rtag), RI_RET_SUCCESS);  // 105
+    ASSERT_EQ(atomic(RI_WR_TYPE_COMPARE_AND_SWAP, 3, 105, 7, 1), RI_RET_SUCCESS);    // hit: 7
+    ASSERT_EQ(atomic(RI_WR_TYPE_COMPARE_AND_SWAP, 4, 105, 9, 2), RI_RET_SUCCESS);    // miss
+    auto wcs = poll_n(ra, a->scq, 4, std::chrono::seconds(10));
+    ASSERT_EQ(wcs.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(wcs[i].id, i + 1);
+        EXPECT_EQ(wcs[i].op_status, RI_WC_STATUS_SUCCESS) << i;
+    }
+    EXPECT_EQ(wcs[0].op_type, RI_WC_TYPE_FETCH_AND_ADD);
+    EXPECT_EQ(wcs[2].op_type, RI_WC_TYPE_COMPARE_AND_SWAP);
+    uint64_t r[3], now, read_back;
+    std::memcpy(r, results.data(), sizeof r);
+    std::memcpy(&now, target.data(), 8);
+    std::memcpy(&read_back, sink.data(), 8);
+    EXPECT_EQ(r[0], 100u);
+    EXPECT_EQ(read_back, 105u);
+    EXPECT_EQ(r[1], 105u);
+    EXPECT_EQ(r[2], 7u);  // the miss returns the current value and changes nothing
+    EXPECT_EQ(now, 7u);
+    EXPECT_TRUE(target.guards_intact());
+}
+
+TEST_F(TcpRfc7306, AtomicWithoutAtomicRightsIsRefusedByTheTarget) {
+    up({}, {}, {true, 0}, true);
+    Buf &target = buf(8);
+    Buf &result = buf(8);
+    Mr *mt = rb.reg(target, kAllRemote);  // no RI_MEM_FLAGS_ATOMICS
+    Mr *mr = ra.reg(result, kLocalRW);
+    ri_wr_t w;
+    std::memset(&w, 0, sizeof w);
+    w.wr_atomic.type = RI_WR_TYPE_FETCH_AND_ADD;
+    w.wr_atomic.flags = F(kSig);
+    w.wr_atomic.id = 9;
+    w.wr_atomic.rtag = mt->rtag;
+    w.wr_atomic.atomic_operand1 = 1;
+    w.wr_atomic.atomic_result = sge(result.data(), 8, mr->ltag);
+    ASSERT_EQ(post_wr(a, &w), RI_RET_SUCCESS);
+    ri_rc_wc_t wc = must_poll(ra, a->scq);
+    EXPECT_EQ(wc.id, 9u);
+    EXPECT_EQ(wc.op_status, RI_WC_STATUS_REMOTE_TERMINATION_ERROR);
+    EXPECT_TRUE(wait_state(a, RI_QP_STATE_ERROR));
+    EXPECT_TRUE(wait_state(b, RI_QP_STATE_ERROR));
+    uint64_t v;
+    std::memcpy(&v, target.data(), 8);
+    EXPECT_EQ(v, 0u);
+}
+
+TEST_F(TcpRfc7306, WriteWithImmediateConsumesAReceive) {
+    up({}, {}, {false, 512}, true);  // small MULPDU: the Write spans several segments
+    Buf &src = buf(5000);
+    Buf &dst = buf(5000, 0x22);
+    Buf &rq = buf(16);
+    src.fill(77);
+    Mr *ms = ra.reg(src, kLocalRW);
+    Mr *md = rb.reg(dst, kAllRemote);
+    Mr *mq = rb.reg(rq, kLocalRW);
+    ri_data_seg_t r = sge(rq.data(), 16, mq->ltag);
+    ASSERT_EQ(post_recv(b, 70, &r, 1), RI_RET_SUCCESS);
+    ASSERT_EQ(post_recv(b, 71, &r, 1), RI_RET_SUCCESS);
+    ri_data_seg_t s = sge(src.data(), 5000, ms->ltag);
+    ASSERT_EQ(post_write(a, kSig | RI_WR_SOLICITED_EVENT_FLAG, 5, &s, 1, dst.va(), md->rtag,
+                         RI_WR_TYPE_RDMA_WRITE_IMMEDIATE, 0xC0FFEE),
+              RI_RET_SUCCESS);
+    ASSERT_EQ(
+        post_write(a, kSig, 6, &s, 1, dst.va(), md->rtag, RI_WR_TYPE_RDMA_WRITE_IMMEDIATE, 0x1234),
+        RI_RET_SUCCESS);
+    auto sw = poll_n(ra, a->scq, 2, std::chrono::seconds(10));
+    ASSERT_EQ(sw.size(), 2u);
+    EXPECT_EQ(sw[0].op_status, RI_WC_STATUS_SUCCESS);
+    EXPECT_EQ(sw[1].op_status, RI_WC_STATUS_SUCCESS);
+    auto rw = poll_n(rb, b->rcq, 2, std::chrono::seconds(10));
+    ASSERT_EQ(rw.size(), 2u);
+    EXPECT_EQ(rw[0].id, 70u);
+    EXPECT_EQ(rw[0].op_type, RI_WC_TYPE_RDMA_IMMEDIATE_RECEIVED);
+    EXPECT_EQ(rw[0].op_status, RI_WC_STATUS_SUCCESS);
+    EXPECT_EQ(rw[0].bytes_transferred, 5000u);
+    EXPECT_EQ(rw[0].immediate_data, 0xC0FFEEu);
+    EXPECT_TRUE(static_cast<unsigned>(rw[0].flags) & RI_WC_FLAG_IMMEDIATE_DATA);
+    EXPECT_TRUE(static_cast<unsigned>(rw[0].flags) & RI_WC_FLAG_SOLICITED_EVENT);
+    EXPECT_EQ(rw[1].immediate_data, 0x1234u);
+    EXPECT_FALSE(static_cast<unsigned>(rw[1].flags) & RI_WC_FLAG_SOLICITED_EVENT);
+    EXPECT_EQ(first_diff(src.data(), dst.data(), 5000), SIZE_MAX);
+}
+
+// Without the agreement the engine refuses these WRs at post time (the peer might be
+// siw, which answers them with a Terminate), and the QP stays usable.
+TEST_F(TcpRfc7306, NotAgreedMeansRefusedAtPost) {
+    up();
+    Buf &mem = buf(64);
+    Mr *m = ra.reg(mem, kAllRemote | RI_MEM_FLAGS_ATOMICS);
+    ri_wr_t w;
+    std::memset(&w, 0, sizeof w);
+    w.wr_atomic.type = RI_WR_TYPE_FETCH_AND_ADD;
+    w.wr_atomic.flags = F(kSig);
+    w.wr_atomic.rtag = m->rtag;
+    w.wr_atomic.atomic_result = sge(mem.data(), 8, m->ltag);
+    EXPECT_EQ(post_wr(a, &w), RI_RET_RNIC_ATOMICS_UNSUPPORTED);
+    ri_data_seg_t s = sge(mem.data(), 8, m->ltag);
+    EXPECT_EQ(post_write(a, kSig, 1, &s, 1, mem.va(), m->rtag, RI_WR_TYPE_RDMA_WRITE_IMMEDIATE, 1),
+              RI_RET_OP_UNSUPPORTED);
+    EXPECT_EQ(post_send(a, RI_WR_TYPE_SEND_IMMEDIATE, kSig, 2, &s, 1, 0, 1), RI_RET_OP_UNSUPPORTED);
+    // Still in RTS and working.
+    Buf &dst = buf(8);
+    Mr *md = rb.reg(dst, kLocalRW);
+    ri_data_seg_t r = sge(dst.data(), 8, md->ltag);
+    ASSERT_EQ(post_recv(b, 3, &r, 1), RI_RET_SUCCESS);
+    ASSERT_EQ(post_send(a, RI_WR_TYPE_SEND, kSig, 4, &s, 1), RI_RET_SUCCESS);
+    ri_rc_wc_t wc = must_poll(ra, a->scq);
+    EXPECT_EQ(wc.op_status, RI_WC_STATUS_SUCCESS);
+    EXPECT_EQ(query(a).state, RI_QP_STATE_READY_TO_SEND);
 }
 
 }  // namespace

@@ -51,11 +51,18 @@
 // everything after it, to keep message order) until a response completes; IRD overflow at
 // the responder is a Terminate DDP/untagged/0x02.
 //
-// RFC 7306 (atomics, immediate data) is not carried on the wire yet: such an op completes
-// as Terminated with RDMAP/remote-op/unexpected-opcode (0x02060000), the Terminate siw
-// answers them with, without reaching the wire; the engine then moves the QP to Error. The
-// decoder rejects inbound RFC 7306 opcodes unless `rfc7306` is set (then they are a
-// Terminate as well, since nothing consumes them).
+// RFC 7306 (atomics, immediate data) is used only when the ULP agreed on it with the peer
+// (StreamParams::rfc7306; MPA has no capability bit). Without it capabilities() reports
+// none, so the engine refuses such WRs at post time, and the decoder treats opcodes 8-11
+// as unexpected (Terminate 0x02060000, as siw does). With it:
+//   - Fetch-and-add / compare-and-swap: an Atomic Request on queue 1 sharing MSNs, ORD
+//     and IRD with Read Requests; answered in order on queue 3. Add Mask 0 (plain 64-bit
+//     add), swap/compare masks all ones (plain CAS): other masks are refused. RNICPI's
+//     atomic WR has no remote address (its target is the first 8 bytes of the rtag's
+//     region); that is sent as TO kAtomicBaseTo (see docs/spec-deviations.md).
+//   - RDMA Write with immediate: the Write, then an Immediate Data message (32-bit value in
+//     the low half of the 8 bytes) consuming a receive, reported with the length of the
+//     Write that preceded it. Send with immediate has no RFC 7306 form: not offered.
 
 namespace softrnic::transport::tcp {
 
@@ -73,6 +80,10 @@ constexpr uint32_t kMulpduMin = 128;
 constexpr uint32_t kMulpduMax = 65534;
 
 constexpr TerminateCode kTermUnexpectedOp{0, 2, 0x06};
+constexpr w::TermCode kTermUnexpectedResponse{0, 2, 0x06};  // response nobody asked for
+// Wire TO of an atomic aimed at the base of the rtag's region (RNICPI has no address):
+// 8-byte aligned and far above any user-space address.
+constexpr uint64_t kAtomicBaseTo = ~uint64_t{7};
 constexpr w::TermCode kTermIrdExceeded{1, 2, 0x02};  // untagged: no buffer (RFC 5040 6.3)
 constexpr w::TermCode kTermBadSinkStag{1, 1, 0x00};  // tagged: invalid STag
 constexpr w::TermCode kTermSinkBounds{1, 1, 0x01};   // tagged: base or bounds
@@ -93,6 +104,10 @@ struct OpRec {
     uint64_t length = 0;
     uint64_t placed = 0;
     uint32_t sink_stag = 0;
+    // Atomic (RFC 7306): answered in order with the reads; `atomic_id` echoes back.
+    bool atomic = false;
+    uint32_t atomic_id = 0;
+    uint64_t *atomic_result = nullptr;
 };
 
 // One queued outbound message, segmented lazily.
@@ -183,6 +198,7 @@ class Core final : public ProgressSource {
     }
 
     bool ok() const { return token_.valid(); }
+    bool rfc7306() const { return p_.rfc7306; }
     void disown_fd() { fd_ = -1; }
 
     void attach(Endpoint *ep) {
@@ -226,6 +242,7 @@ class Core final : public ProgressSource {
 
     void do_read();
     bool handle_segment(std::span<const uint8_t> ulpdu);
+    bool handle_atomic_request(const w::AtomicRequestBody &b, std::span<const uint8_t> ulpdu);
     void report_ready();
     void release_refs();
     void on_stream_end(CloseKind kind);
@@ -287,6 +304,12 @@ class Core final : public ProgressSource {
     uint32_t send_msn_ = 1;
     uint32_t read_msn_ = 1;
     uint32_t next_sink_stag_ = 1;
+    uint32_t next_atomic_id_ = 1;
+    uint32_t atomic_resp_msn_ = 1;  // responder: queue 3 has its own MSN sequence
+
+    // Progress only: the Write an Immediate Data message reports the length of.
+    uint64_t last_write_len_ = 0;
+    bool last_write_done_ = true;
 };
 
 // ------------------------------------------------------------------------------- tx side
@@ -323,10 +346,46 @@ OpResult Core::submit(const OutboundOp &op) {
             break;
         }
         case OpKind::RdmaWrite:
+        case OpKind::RdmaWriteImmediate:
+            if (op.kind == OpKind::RdmaWriteImmediate && !p_.rfc7306)
+                return finish_now({OpOutcome::Terminated, kTermUnexpectedOp});
             m.first.opcode = w::Opcode::RdmaWrite;
             m.first.stag = op.remote_stag;
             m.first.to = op.remote_to;
             break;
+        case OpKind::FetchAdd:
+        case OpKind::CompareSwap: {
+            if (!p_.rfc7306) return finish_now({OpOutcome::Terminated, kTermUnexpectedOp});
+            w::DdpHeader h{};
+            h.opcode = w::Opcode::AtomicRequest;
+            h.qn = static_cast<uint32_t>(w::Queue::ReadRequest);  // shared with reads
+            h.msn = read_msn_++;
+            w::AtomicRequestBody b{};
+            bool add = op.kind == OpKind::FetchAdd;
+            b.op = add ? w::AtomicOp::FetchAdd : w::AtomicOp::CmpSwap;
+            b.request_id = next_atomic_id_++;
+            b.stag = op.remote_stag;
+            b.to = op.remote_to == kAtomicAtBase ? kAtomicBaseTo : op.remote_to;
+            if (add) {
+                b.add_swap = op.operand1;  // Add Mask 0: a plain 64-bit add
+            } else {
+                b.add_swap = op.operand2;
+                b.add_swap_mask = ~uint64_t{0};
+                b.compare = op.operand1;
+                b.compare_mask = ~uint64_t{0};
+            }
+            m.fixed = true;
+            m.hdr_len = w::encode_atomic_request(h, b, m.hdr);
+            OpRec &rec = ops_.emplace_back();
+            rec.atomic = true;
+            rec.atomic_id = b.request_id;
+            rec.atomic_result = op.atomic_result;
+            m.read_op = &rec;
+            m.nsrc = 0;
+            msgs_.push_back(m);
+            flush_locked();
+            return {OpOutcome::Pending, {}};
+        }
         case OpKind::RdmaRead: {
             if (op.length > 0xFFFFFFFFu)
                 return finish_now({OpOutcome::Terminated, to_seam(kTermSinkBounds)});
@@ -356,7 +415,7 @@ OpResult Core::submit(const OutboundOp &op) {
             return {OpOutcome::Pending, {}};
         }
         default:
-            // RFC 7306 operations: see the file comment.
+            // Send with immediate: no RFC 7306 form (see the file comment).
             return finish_now({OpOutcome::Terminated, kTermUnexpectedOp});
     }
     w::Segmenter check;
@@ -364,8 +423,22 @@ OpResult Core::submit(const OutboundOp &op) {
         return finish_now({OpOutcome::Terminated, to_seam(w::term_code(s))});
     if (!w::is_tagged(m.first.opcode)) ++send_msn_;
     OpRec &rec = ops_.emplace_back();
-    m.op = &rec;
-    msgs_.push_back(m);
+    if (op.kind == OpKind::RdmaWriteImmediate) {
+        // The Write carries no completion; the Immediate Data message behind it does.
+        msgs_.push_back(m);
+        TxMsg im;
+        im.fixed = true;
+        w::DdpHeader h{};
+        h.opcode = op.solicited ? w::Opcode::ImmediateDataSe : w::Opcode::ImmediateData;
+        h.qn = static_cast<uint32_t>(w::Queue::Send);
+        h.msn = send_msn_++;
+        im.hdr_len = w::encode_immediate(h, op.immediate, im.hdr);
+        im.op = &rec;
+        msgs_.push_back(im);
+    } else {
+        m.op = &rec;
+        msgs_.push_back(m);
+    }
     flush_locked();
     if (ops_.size() == 1 && ops_.front().ready && reporting_ == 0) {
         OpResult r = ops_.front().result;
@@ -392,6 +465,8 @@ void Core::refill_locked() {
             w::build_fpdu_frame({m.hdr.data(), m.hdr_len}, {}, crc_, f.frame);
             f.total = f.frame.total();
             f.terminate = m.terminate;
+            f.op = m.op;                // Immediate Data closing a Write with immediate
+            f.read_resp = m.read_resp;  // Atomic Response: frees an IRD credit
             queued_bytes_ += f.total;
             msgs_.pop_front();
             continue;
@@ -804,6 +879,9 @@ bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
     const auto *payload = reinterpret_cast<const std::byte *>(s.payload.data());
     switch (s.hdr.opcode) {
         case w::Opcode::RdmaWrite: {
+            if (last_write_done_) last_write_len_ = 0;
+            last_write_len_ += s.payload.size();
+            last_write_done_ = s.hdr.last;
             if (s.payload.empty()) return true;
             IoSpan dst{};
             void *ref = nullptr;
@@ -903,7 +981,7 @@ bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
                 std::lock_guard lk(mu_);
                 if (!reads_.empty()) rd = reads_.front();
             }
-            if (!rd || s.hdr.stag != rd->sink_stag) {
+            if (!rd || rd->atomic || s.hdr.stag != rd->sink_stag) {
                 protocol_error(kTermBadSinkStag, ulpdu, true);
                 return false;
             }
@@ -961,11 +1039,88 @@ bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
             ep_->rx_terminate(code, ulpdu.subspan(w::kUntaggedHeaderLen));
             return false;
         }
+        case w::Opcode::AtomicRequest:
+            return handle_atomic_request(s.atomic_req, ulpdu);
+        case w::Opcode::AtomicResponse: {
+            OpRec *at = nullptr;
+            {
+                std::lock_guard lk(mu_);
+                if (!reads_.empty()) at = reads_.front();
+            }
+            if (!at || !at->atomic || at->atomic_id != s.atomic_resp.request_id) {
+                protocol_error(kTermUnexpectedResponse, ulpdu, true);
+                return false;
+            }
+            if (at->atomic_result) *at->atomic_result = s.atomic_resp.original;
+            std::lock_guard lk(mu_);
+            reads_.pop_front();
+            --outstanding_reads_;
+            at->ready = true;
+            at->result = {OpOutcome::Done, {}};
+            flush_locked();  // a held Read/Atomic Request may go now
+            return true;
+        }
+        case w::Opcode::ImmediateData:
+        case w::Opcode::ImmediateDataSe: {
+            // The 32-bit immediate of a Write with immediate travels in the low half.
+            uint64_t len = last_write_done_ ? last_write_len_ : 0;
+            last_write_len_ = 0;
+            last_write_done_ = true;
+            RxStatus rs = ep_->rx_write_immediate(len, static_cast<uint32_t>(s.immediate),
+                                                  s.hdr.opcode == w::Opcode::ImmediateDataSe);
+            if (!rs.ok) {
+                engine_failed(rs.term, ulpdu);
+                return false;
+            }
+            return true;
+        }
         default:
-            // RFC 7306 opcodes with rfc7306 set: not carried yet (see the file comment).
             protocol_error(w::term_code(w::Status::RdmapUnexpectedOpcode), ulpdu, false);
             return false;
     }
+}
+
+// RFC 7306 Atomic Request at the responder: executed in arrival order (after the Read
+// Requests before it were queued), answered on queue 3. Inside the endpoint gate.
+bool Core::handle_atomic_request(const w::AtomicRequestBody &b, std::span<const uint8_t> ulpdu) {
+    bool add = b.op == w::AtomicOp::FetchAdd;
+    // Masked forms (RFC 7306 4.1/4.2) are not offered by the engine: only plain add and CAS.
+    if ((add && b.add_swap_mask != 0) ||
+        (!add && (b.add_swap_mask != ~uint64_t{0} || b.compare_mask != ~uint64_t{0}))) {
+        protocol_error(w::term_code(w::Status::RdmapBadAtomicOpcode), ulpdu, true);
+        return false;
+    }
+    bool over;
+    {
+        std::lock_guard lk(mu_);
+        over = inflight_read_resps_ >= ird_;  // atomics share the IRD with reads
+    }
+    if (over) {
+        protocol_error(kTermIrdExceeded, ulpdu, true);
+        return false;
+    }
+    uint64_t original = 0;
+    RxStatus rs = ep_->rx_atomic(add ? OpKind::FetchAdd : OpKind::CompareSwap, b.stag,
+                                 b.to == kAtomicBaseTo ? kAtomicAtBase : b.to,
+                                 add ? b.add_swap : b.compare, add ? 0 : b.add_swap, original);
+    if (!rs.ok) {
+        engine_failed(rs.term, ulpdu);
+        return false;
+    }
+    TxMsg m;
+    m.fixed = true;
+    w::DdpHeader h{};
+    h.opcode = w::Opcode::AtomicResponse;
+    h.qn = static_cast<uint32_t>(w::Queue::AtomicResponse);
+    std::lock_guard lk(mu_);
+    if (tx_ != TxState::Open || local_closed_) return false;
+    h.msn = atomic_resp_msn_++;
+    m.hdr_len = w::encode_atomic_response(h, {b.request_id, original}, m.hdr);
+    m.read_resp = true;
+    ++inflight_read_resps_;
+    msgs_.push_back(m);
+    flush_locked();
+    return true;
 }
 
 void Core::release_refs() {
@@ -1012,6 +1167,9 @@ class TcpChannel final : public Channel {
     explicit TcpChannel(std::unique_ptr<Core> c) : core_(std::move(c)) {}
     ~TcpChannel() override { core_->shutdown_owner(); }
     bool asynchronous() const override { return true; }
+    uint32_t capabilities() const override {
+        return core_->rfc7306() ? (kCapAtomics | kCapWriteImmediate) : 0;
+    }
     void attach(Endpoint *ep) override { core_->attach(ep); }
     void detach() override { core_->detach(); }
     OpResult submit(const OutboundOp &op) override { return core_->submit(op); }
