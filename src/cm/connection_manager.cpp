@@ -16,6 +16,9 @@
 #include <unordered_map>
 #include <utility>
 
+#include "transport/tcp/wire/ddp_rdmap.hpp"
+#include "transport/tcp/wire/fpdu.hpp"
+
 namespace softrnic::cm {
 
 namespace w = transport::tcp::wire;
@@ -90,18 +93,53 @@ w::MpaConfig config_of(const ConnParams &p) {
     w::MpaConfig c;
     c.rev = 2;
     c.want_crc = p.crc;
-    c.p2p = false;  // no RTR in this version (see the header)
+    c.p2p = p.p2p;
+    c.offer_write = true;  // the one RTR that costs the channel nothing (no MSN used)
+    c.offer_read = false;
+    c.offer_send = false;
     c.ird = c.max_ird = p.ird;
     c.ord = c.max_ord = p.ord;
     return c;
 }
 
-tcp::StreamParams stream_params_of(const w::MpaResult &r) {
+tcp::StreamParams stream_params_of(const w::MpaResult &r, const ConnParams &p) {
     tcp::StreamParams s;
     s.crc = r.crc;
     s.ird = r.ird;
     s.ord = r.ord;
+    s.rfc7306 = p.rfc7306;
+    // A Read RTR consumed Read Request MSN 1 before the channel took over.
+    s.rx_read_msn_base = r.p2p && r.rtr == w::Rtr::Read ? 2 : 1;
     return s;
+}
+
+// The RTR FPDU for `r` (initiator, Write RTR only: we offer nothing else), or the
+// zero-length Read Response answering a Read RTR (responder). Returns its length.
+size_t build_rtr_fpdu(bool crc, bool read_response, std::span<uint8_t> out) {
+    w::DdpHeader h{};
+    h.opcode = read_response ? w::Opcode::ReadResponse : w::Opcode::RdmaWrite;
+    h.last = true;
+    h.stag = read_response ? 0 : 1;  // dummy STag, never validated (brief 2.4, as siw)
+    h.to = 0;
+    uint8_t hdr[w::kMaxHeaderLen];
+    size_t hl = w::encode_ddp_header(h, hdr);
+    w::FpduFrame f;
+    if (hl == 0 || w::build_fpdu_frame({hdr, hl}, {}, crc, f) != w::Status::Ok) return 0;
+    if (out.size() < f.total()) return 0;
+    std::memcpy(out.data(), f.prefix.data(), f.prefix_len);
+    std::memcpy(out.data() + f.prefix_len, f.trailer.data(), f.trailer_len);
+    return f.total();
+}
+
+// Bytes of the RTR FPDU the responder waits for: a zero-length tagged Write (14-byte
+// header) or Read Request (18 + 28), plus the 2-byte length, pad and the CRC field (sent
+// as zero when CRC is off, RFC 5044 4.1).
+size_t rtr_fpdu_len(w::Rtr rtr) {
+    size_t ulpdu =
+        rtr == w::Rtr::Read ? w::kUntaggedHeaderLen + w::kReadRequestBodyLen : w::kTaggedHeaderLen;
+    size_t framed = 2 + ulpdu;
+    framed = (framed + 3) & ~size_t{3};
+    return framed + 4;
 }
 
 }  // namespace
@@ -114,6 +152,9 @@ struct ConnectionManager::Impl {
         AwaitRequest,  // responder: TCP accepted, Request not complete yet
         AwaitUlp,      // responder: ConnectRequest delivered, waiting for accept/reject
         SendReply,     // responder: Reply (accept or reject) partly written
+        SendRtr,       // initiator: the RTR FPDU partly written
+        AwaitRtr,      // responder: Reply sent in P2P mode, waiting for the initiator's RTR
+        SendRtrReply,  // responder: zero-length Read Response to a Read RTR partly written
     };
     struct Conn {
         ConnId id = 0;
@@ -130,7 +171,7 @@ struct ConnectionManager::Impl {
         std::array<uint8_t, w::kMpaMaxFrame> out{};
         size_t out_len = 0, out_off = 0;
         bool close_after_send = false;  // reject / refusal: close once the Reply is out
-        w::MpaResult result{};          // responder: what accept() negotiated
+        w::MpaResult result{};          // what the exchange negotiated
         bool ulp_knows = false;         // ConnectRequest delivered: report a failure
         uint32_t armed = 0;             // epoll interest currently registered
     };
@@ -193,7 +234,7 @@ struct ConnectionManager::Impl {
         e.id = c.id;
         e.initiator = c.initiator;
         e.private_data.assign(peer_pd.begin(), peer_pd.end());
-        e.params = stream_params_of(r);
+        e.params = stream_params_of(r, c.params);
         e.peer = c.peer;
         e.llp = tcp::adopt_socket(c.fd.get(), e.params);
         if (e.llp < 0) {
@@ -282,6 +323,8 @@ struct ConnectionManager::Impl {
             case w::MpaParser::State::NeedMore:
                 return;
             case w::MpaParser::State::Error:
+                // Bad key, revision, length...: tell the peer why (LLP/MPA) and close.
+                send_terminate(c, w::term_code(c.parser.error()), false);
                 fail(c, c.parser.error(), 0);
                 return;
             case w::MpaParser::State::Complete:
@@ -295,11 +338,107 @@ struct ConnectionManager::Impl {
             return;
         }
         if (st != w::Status::Ok) {
-            // A Terminate (term_code(st)) would be courteous; closing is what matters.
+            send_terminate(c, w::term_code(st), rep.crc);
             fail(c, st, 0);
             return;
         }
-        establish(c, r, rep.private_data);
+        c.result = r;
+        if (!r.p2p) {
+            establish(c, r, rep.private_data);
+            return;
+        }
+        // P2P: our first FPDU is the RTR (we only offer the Write form), then the QP.
+        c.out_len = build_rtr_fpdu(r.crc, false, c.out);
+        c.out_off = 0;
+        c.state = State::SendRtr;
+        bool gone = false;
+        if (flush(c, gone)) establish(c, c.result, c.parser.frame().private_data);
+    }
+
+    // Best effort, one non-blocking write: the connection is being torn down anyway.
+    void send_terminate(Conn &c, w::TermCode code, bool crc) {
+        w::TerminateSpec t{};
+        t.code = code;
+        uint8_t hdr[w::kMaxHeaderLen + w::kTerminateBodyMax];
+        size_t hl = w::encode_terminate(t, hdr);
+        w::FpduFrame f;
+        if (hl == 0 || w::build_fpdu_frame({hdr, hl}, {}, crc, f) != w::Status::Ok) return;
+        std::array<uint8_t, sizeof f.prefix + sizeof f.trailer> buf;
+        std::memcpy(buf.data(), f.prefix.data(), f.prefix_len);
+        std::memcpy(buf.data() + f.prefix_len, f.trailer.data(), f.trailer_len);
+        [[maybe_unused]] ssize_t n =
+            ::send(c.fd.get(), buf.data(), f.total(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    }
+
+    // Responder in P2P mode: the initiator's RTR must be the first FPDU. It is consumed
+    // here (exactly its bytes), so the channel starts with the QP's own traffic.
+    void on_rtr(Conn &c, uint32_t events) {
+        const size_t need = rtr_fpdu_len(c.result.rtr);
+        std::array<uint8_t, 64> buf;
+        ssize_t n = ::recv(c.fd.get(), buf.data(), need, MSG_PEEK);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+        if (n <= 0) {
+            fail(c, w::Status::Ok, n == 0 ? ECONNRESET : errno);
+            return;
+        }
+        if (static_cast<size_t>(n) < need) {
+            if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) fail(c, w::Status::Ok, ECONNRESET);
+            return;  // the rest is on its way
+        }
+        w::FpduDecoder dec({c.result.crc, 128});  // an RTR is tiny: no 64 KiB buffer
+        auto fr = dec.feed({buf.data(), need});
+        w::Segment seg;
+        w::Status st = w::Status::Ok;
+        if (fr.state == w::FeedState::Error)
+            st = dec.error();
+        else if (fr.state != w::FeedState::Segment || fr.consumed != need)
+            st = w::Status::FramingLength;
+        else
+            st = w::decode_segment(dec.segment(), seg);
+        bool write_rtr = c.result.rtr != w::Rtr::Read;
+        if (st == w::Status::Ok) {
+            bool good = write_rtr ? seg.hdr.opcode == w::Opcode::RdmaWrite && seg.hdr.last &&
+                                        seg.payload.empty()
+                                  : seg.hdr.opcode == w::Opcode::ReadRequest && seg.read.size == 0;
+            if (!good) st = w::Status::MpaNoMatchingRtr;
+        }
+        if (st != w::Status::Ok) {
+            send_terminate(c, w::term_code(st), c.result.crc);
+            fail(c, st, 0);
+            return;
+        }
+        for (size_t left = need; left > 0;) {  // drop exactly the RTR (it was peeked)
+            ssize_t d = ::recv(c.fd.get(), buf.data(), left, 0);
+            if (d < 0 && errno == EINTR) continue;
+            if (d <= 0) {
+                fail(c, w::Status::Ok, d == 0 ? ECONNRESET : errno);
+                return;
+            }
+            left -= static_cast<size_t>(d);
+        }
+        c.deadline = Clock::time_point::max();
+        if (write_rtr) {
+            establish(c, c.result, c.parser.frame().private_data);
+            return;
+        }
+        // Read RTR: answer it with the zero-length Read Response it asks for.
+        c.out_len = build_rtr_fpdu(c.result.crc, true, c.out);
+        c.out_off = 0;
+        c.state = State::SendRtrReply;
+        bool gone = false;
+        if (flush(c, gone)) establish(c, c.result, c.parser.frame().private_data);
+    }
+
+    // Responder: the accepting Reply is out.
+    void reply_sent(Conn &c) {
+        if (!c.result.p2p) {
+            establish(c, c.result, c.parser.frame().private_data);
+            return;
+        }
+        c.state = State::AwaitRtr;
+        if (opts.request_timeout.count() > 0) c.deadline = Clock::now() + opts.request_timeout;
+        arm(c, EPOLLIN | EPOLLRDHUP, false);
+        on_rtr(c, 0);  // it may be here already
     }
 
     // Sends a refusal Reply (best effort) and closes.
@@ -394,7 +533,9 @@ struct ConnectionManager::Impl {
                 on_connected(c);
                 return;
             case State::SendRequest:
-            case State::SendReply: {
+            case State::SendReply:
+            case State::SendRtr:
+            case State::SendRtrReply: {
                 bool gone = false;
                 if (!flush(c, gone)) return;
                 if (c.state == State::SendRequest) {
@@ -403,11 +544,16 @@ struct ConnectionManager::Impl {
                     arm(c, EPOLLIN, false);
                 } else if (c.close_after_send) {
                     fail(c, w::Status::Ok, 0);
+                } else if (c.state == State::SendReply) {
+                    reply_sent(c);
                 } else {
                     establish(c, c.result, c.parser.frame().private_data);
                 }
                 return;
             }
+            case State::AwaitRtr:
+                on_rtr(c, events);
+                return;
             case State::AwaitReply:
                 on_reply(c);
                 return;
@@ -631,7 +777,7 @@ CmStatus ConnectionManager::accept(ConnId id, const ConnParams &params) {
     c.out_off = 0;
     c.state = Impl::State::SendReply;
     bool gone = false;
-    if (impl_->flush(c, gone)) impl_->establish(c, c.result, c.parser.frame().private_data);
+    if (impl_->flush(c, gone)) impl_->reply_sent(c);
     impl_->poke();  // deliver Established (or Failed) from the event thread
     return CmStatus::Ok;
 }

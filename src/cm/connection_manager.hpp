@@ -6,10 +6,16 @@
 // Protocol choices for this version:
 //   - MPA revision 2 with the Enhanced IRD/ORD block, "relaxed" negotiation (mpa.hpp):
 //     the responder answers IRD = min(request ORD, its IRD), ORD = min(request IRD, its ORD).
-//   - No peer-to-peer mode and no RTR message: the initiator never sends before the Reply,
-//     and the responder's QP may send as soon as its Reply is out. Both Reply readers
-//     therefore consume exactly the MPA frame (MSG_PEEK, then drop what the parser took)
-//     so an early FPDU stays in the socket for the channel.
+//   - Peer-to-peer mode (RFC 6581) by default: the initiator asks for P2P offering the
+//     zero-length RDMA Write RTR, sends it right after reading the Reply, and only then
+//     reports Established; the responder reports Established only once that RTR arrived,
+//     so its QP never sends before the initiator's first FPDU (RFC 5044 7.1.2). As
+//     responder, a Read RTR (offered alone by some peers) is answered with its zero-length
+//     Read Response by the manager; a Send RTR is never chosen (like siw). ConnParams::p2p
+//     false asks for plain MPA v2. Frame readers consume exactly their frame (MSG_PEEK,
+//     then drop what the parser took) so an early FPDU stays in the socket for the channel.
+//   - A Reply the initiator cannot accept (bad key, revision, IRD/ORD, no matching RTR...)
+//     is answered with a Terminate LLP/MPA carrying the matching code before closing.
 //   - CRC on if either side asks; markers are never requested and are refused.
 //   - ULP private data is at most 508 bytes: PD_Length (<= 512) also carries the 4-byte
 //     IRD/ORD block. 256 is the safe limit towards siw/cxgb4 peers (not enforced).
@@ -70,6 +76,10 @@ struct ConnParams {
     uint16_t ird = 16;                  // inbound Read Requests we accept (<= 0x3FFF)
     uint16_t ord = 16;                  // outbound Read Requests we want (<= 0x3FFF)
     bool crc = false;                   // ask for CRC32c (on if either side asks)
+    bool p2p = true;                    // initiator: ask for peer-to-peer mode (RTR)
+    // Both ULPs agreed out of band that RFC 7306 atomics and immediate data may be used
+    // (MPA has no capability bit for them); both sides must set it.
+    bool rfc7306 = false;
     // Initiator: bound on TCP connect + MPA exchange; zero means none. Unused by accept().
     std::chrono::milliseconds timeout{10000};
 };

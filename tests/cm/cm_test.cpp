@@ -18,6 +18,8 @@
 #include "../rnicpi/fixture.hpp"
 #include "cm/connection_manager.hpp"
 #include "transport/tcp/tcp_channel.hpp"
+#include "transport/tcp/wire/ddp_rdmap.hpp"
+#include "transport/tcp/wire/fpdu.hpp"
 #include "transport/tcp/wire/mpa.hpp"
 
 using namespace rt;
@@ -537,6 +539,251 @@ TEST(Cm, TeardownClosesEverything) {
             ASSERT_TRUE(srv.take<cm::ConnectRequest>());
     }
     EXPECT_EQ(count_fds(), before);
+}
+
+// ---- RFC 6581 peer-to-peer start-up -----------------------------------------------------
+
+// Reads one FPDU (blocking socket, bounded) and decodes it.
+bool read_fpdu(int s, bool crc, w::Segment &seg, std::vector<uint8_t> &keep) {
+    w::FpduDecoder dec({crc, 0xFFFF});
+    uint8_t c;
+    auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (Clock::now() < deadline) {
+        pollfd pf{s, POLLIN, 0};
+        if (::poll(&pf, 1, 100) != 1) continue;
+        if (::recv(s, &c, 1, 0) != 1) return false;
+        auto r = dec.feed({&c, 1});
+        if (r.state == w::FeedState::Error) return false;
+        if (r.state == w::FeedState::Segment) {
+            keep.assign(dec.segment().begin(), dec.segment().end());
+            return w::decode_segment(keep, seg) == w::Status::Ok;
+        }
+    }
+    return false;
+}
+
+std::vector<uint8_t> rtr_fpdu(bool read) {
+    w::DdpHeader h{};
+    h.last = true;
+    uint8_t hdr[w::kMaxHeaderLen];
+    size_t hl;
+    if (read) {
+        h.opcode = w::Opcode::ReadRequest;
+        h.qn = 1;
+        h.msn = 1;
+        w::ReadRequestBody b{};
+        b.src_stag = 1;
+        hl = w::encode_read_request(h, b, hdr);
+    } else {
+        h.opcode = w::Opcode::RdmaWrite;
+        h.stag = 1;
+        hl = w::encode_ddp_header(h, hdr);
+    }
+    uint8_t out[128];
+    size_t n = 0;
+    EXPECT_EQ(w::encode_fpdu(std::span<const uint8_t>(hdr, hl), std::span<const uint8_t>(), false,
+                             out, n),
+              w::Status::Ok);
+    return {out, out + n};
+}
+
+// A raw initiator asks for P2P offering `write`/`read` RTRs: the manager's Reply picks one,
+// and Established is reported only after the RTR arrived (the responder's QP must not send
+// first, RFC 5044 7.1.2). A Read RTR is answered with a zero-length Read Response.
+void p2p_as_responder(bool offer_write, bool offer_read) {
+    Log srv;
+    cm::ConnectionManager srv_cm(srv.handler());
+    srv.react = [&](cm::Event &e) {
+        if (auto *r = std::get_if<cm::ConnectRequest>(&e)) {
+            EXPECT_EQ(srv_cm.accept(r->id, {}), cm::CmStatus::Ok);
+        }
+    };
+    cm::Address dst = listen_on(srv_cm, AF_INET);
+    w::MpaConfig cfg;
+    cfg.p2p = true;
+    cfg.offer_write = offer_write;
+    cfg.offer_read = offer_read;
+    w::MpaFrame req = w::mpa_make_request(cfg);
+    uint8_t f[w::kMpaMaxFrame];
+    size_t n = 0;
+    ASSERT_EQ(w::build_mpa_frame(req, f, n), w::Status::Ok);
+    int s = raw_connect(dst);
+    ASSERT_GE(s, 0);
+    ASSERT_EQ(::send(s, f, n, MSG_NOSIGNAL), static_cast<ssize_t>(n));
+    w::MpaParser rp(w::MpaKind::Reply);
+    uint8_t c;
+    while (rp.state() == w::MpaParser::State::NeedMore) {
+        pollfd pf{s, POLLIN, 0};
+        ASSERT_EQ(::poll(&pf, 1, 5000), 1);
+        ASSERT_EQ(::recv(s, &c, 1, 0), 1);
+        rp.feed({&c, 1});
+    }
+    ASSERT_EQ(rp.state(), w::MpaParser::State::Complete);
+    w::MpaResult res;
+    ASSERT_EQ(w::mpa_finish_initiator(cfg, req, rp.frame(), res), w::Status::Ok);
+    EXPECT_TRUE(res.p2p);
+    EXPECT_EQ(res.rtr, offer_write ? w::Rtr::Write : w::Rtr::Read);
+    // No RTR yet: no Established.
+    EXPECT_FALSE(srv.take<cm::Established>(0, std::chrono::milliseconds(200)));
+    auto rtr = rtr_fpdu(res.rtr == w::Rtr::Read);
+    ASSERT_EQ(::send(s, rtr.data(), rtr.size(), MSG_NOSIGNAL), static_cast<ssize_t>(rtr.size()));
+    if (res.rtr == w::Rtr::Read) {
+        w::Segment seg;
+        std::vector<uint8_t> keep;
+        ASSERT_TRUE(read_fpdu(s, false, seg, keep));
+        EXPECT_EQ(seg.hdr.opcode, w::Opcode::ReadResponse);
+        EXPECT_TRUE(seg.hdr.last);
+        EXPECT_TRUE(seg.payload.empty());
+    }
+    auto est = srv.take<cm::Established>();
+    ASSERT_TRUE(est);
+    // The RTR was consumed by the manager; a Read RTR used up Read Request MSN 1.
+    EXPECT_EQ(est->params.rx_read_msn_base, res.rtr == w::Rtr::Read ? 2u : 1u);
+    Log::release(est->llp);
+    ::close(s);
+}
+
+TEST(CmP2p, ResponderWaitsForWriteRtr) {
+    p2p_as_responder(true, true);
+}
+TEST(CmP2p, ResponderAnswersReadRtr) {
+    p2p_as_responder(false, true);
+}
+
+// The manager as initiator asks for P2P by default and sends a zero-length Write RTR as
+// its first FPDU, before reporting Established.
+TEST(CmP2p, InitiatorSendsWriteRtrFirst) {
+    int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cm::Address a = loopback(AF_INET);
+    ASSERT_EQ(::bind(l, a.get(), a.len), 0);
+    ASSERT_EQ(::listen(l, 1), 0);
+    ASSERT_EQ(::getsockname(l, reinterpret_cast<sockaddr *>(&a.storage), &a.len), 0);
+    Log cli;
+    cm::ConnectionManager cli_cm(cli.handler());
+    auto id = cli_cm.connect(a.get(), a.len, {});
+    ASSERT_TRUE(id.ok());
+    int s = ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC);
+    ASSERT_GE(s, 0);
+    w::MpaParser qp(w::MpaKind::Request);
+    uint8_t c;
+    while (qp.state() == w::MpaParser::State::NeedMore) {
+        pollfd pf{s, POLLIN, 0};
+        ASSERT_EQ(::poll(&pf, 1, 5000), 1);
+        ASSERT_EQ(::recv(s, &c, 1, 0), 1);
+        qp.feed({&c, 1});
+    }
+    ASSERT_EQ(qp.state(), w::MpaParser::State::Complete);
+    EXPECT_TRUE(qp.frame().ird_ord.p2p);
+    EXPECT_TRUE(qp.frame().ird_ord.rtr_write);
+    w::MpaFrame rep;
+    w::MpaResult res;
+    ASSERT_EQ(w::mpa_respond(w::MpaConfig{}, qp.frame(), {}, rep, res), w::Status::Ok);
+    uint8_t f[w::kMpaMaxFrame];
+    size_t n = 0;
+    ASSERT_EQ(w::build_mpa_frame(rep, f, n), w::Status::Ok);
+    ASSERT_EQ(::send(s, f, n, MSG_NOSIGNAL), static_cast<ssize_t>(n));
+    w::Segment seg;
+    std::vector<uint8_t> keep;
+    ASSERT_TRUE(read_fpdu(s, false, seg, keep));
+    EXPECT_EQ(seg.hdr.opcode, w::Opcode::RdmaWrite);
+    EXPECT_TRUE(seg.hdr.last);
+    EXPECT_TRUE(seg.payload.empty());
+    auto est = cli.take<cm::Established>(id.value);
+    ASSERT_TRUE(est);
+    Log::release(est->llp);
+    ::close(s);
+    ::close(l);
+}
+
+// A Reply the initiator cannot use is answered with a Terminate LLP/MPA naming the fault,
+// then the connection is reported Failed: a P2P Reply choosing no RTR we offered (0x07),
+// and a Reply with a wrong key (0x04, the code siw uses).
+void bad_reply(const std::function<void(std::vector<uint8_t> &)> &mutate, w::TermCode want,
+               w::Status status) {
+    int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cm::Address a = loopback(AF_INET);
+    ASSERT_EQ(::bind(l, a.get(), a.len), 0);
+    ASSERT_EQ(::listen(l, 1), 0);
+    ASSERT_EQ(::getsockname(l, reinterpret_cast<sockaddr *>(&a.storage), &a.len), 0);
+    Log cli;
+    cm::ConnectionManager cli_cm(cli.handler());
+    auto id = cli_cm.connect(a.get(), a.len, {});
+    ASSERT_TRUE(id.ok());
+    int s = ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC);
+    ASSERT_GE(s, 0);
+    w::MpaParser qp(w::MpaKind::Request);
+    uint8_t c;
+    while (qp.state() == w::MpaParser::State::NeedMore) {
+        pollfd pf{s, POLLIN, 0};
+        ASSERT_EQ(::poll(&pf, 1, 5000), 1);
+        ASSERT_EQ(::recv(s, &c, 1, 0), 1);
+        qp.feed({&c, 1});
+    }
+    w::MpaFrame rep;
+    w::MpaResult res;
+    ASSERT_EQ(w::mpa_respond(w::MpaConfig{}, qp.frame(), {}, rep, res), w::Status::Ok);
+    uint8_t f[w::kMpaMaxFrame];
+    size_t n = 0;
+    ASSERT_EQ(w::build_mpa_frame(rep, f, n), w::Status::Ok);
+    std::vector<uint8_t> frame(f, f + n);
+    mutate(frame);
+    ASSERT_EQ(::send(s, frame.data(), frame.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(frame.size()));
+    w::Segment seg;
+    std::vector<uint8_t> keep;
+    ASSERT_TRUE(read_fpdu(s, false, seg, keep));
+    EXPECT_EQ(seg.hdr.opcode, w::Opcode::Terminate);
+    EXPECT_EQ(seg.term.code, want);
+    auto failed = cli.take<cm::Failed>(id.value);
+    ASSERT_TRUE(failed);
+    EXPECT_EQ(failed->wire_status, status);
+    ::close(s);
+    ::close(l);
+}
+
+TEST(CmP2p, ReplyWithoutMatchingRtrEarnsTerminate) {
+    // Clear the RTR choice bits of the IRD/ORD block (Send in the IRD word, Write/Read in
+    // the ORD word), keeping P2P set.
+    bad_reply(
+        [](std::vector<uint8_t> &f) {
+            f[w::kMpaHeaderLen] &= 0xBF;
+            f[w::kMpaHeaderLen + 2] &= 0x3F;
+        },
+        w::term_code(w::Status::MpaNoMatchingRtr), w::Status::MpaNoMatchingRtr);
+}
+
+TEST(CmP2p, ReplyWithBadKeyEarnsTerminate) {
+    bad_reply([](std::vector<uint8_t> &f) { f[0] ^= 0x20; }, w::term_code(w::Status::MpaBadKey),
+              w::Status::MpaBadKey);
+}
+
+// A P2P initiator that never sends its RTR: the responder gives up after the request
+// timeout and reports the connection the ULP accepted as Failed.
+TEST(CmP2p, MissingRtrTimesOut) {
+    Log srv;
+    cm::Options o;
+    o.request_timeout = std::chrono::milliseconds(300);
+    cm::ConnectionManager srv_cm(srv.handler(), o);
+    srv.react = [&](cm::Event &e) {
+        if (auto *r = std::get_if<cm::ConnectRequest>(&e)) {
+            EXPECT_EQ(srv_cm.accept(r->id, {}), cm::CmStatus::Ok);
+        }
+    };
+    cm::Address dst = listen_on(srv_cm, AF_INET);
+    w::MpaConfig cfg;
+    cfg.p2p = true;
+    w::MpaFrame req = w::mpa_make_request(cfg);
+    uint8_t f[w::kMpaMaxFrame];
+    size_t n = 0;
+    ASSERT_EQ(w::build_mpa_frame(req, f, n), w::Status::Ok);
+    int s = raw_connect(dst);
+    ASSERT_GE(s, 0);
+    ASSERT_EQ(::send(s, f, n, MSG_NOSIGNAL), static_cast<ssize_t>(n));
+    auto r = srv.take<cm::ConnectRequest>();
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(srv.take<cm::Failed>(r->id, std::chrono::seconds(5)));
+    EXPECT_FALSE(srv.take<cm::Established>(0, std::chrono::milliseconds(10)));
+    ::close(s);
 }
 
 }  // namespace

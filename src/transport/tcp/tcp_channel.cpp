@@ -188,6 +188,7 @@ class Core final : public ProgressSource {
         ord_ = std::max<uint32_t>(p.ord, 1);
         ird_ = p.ird;
         rxbuf_ = std::make_unique<uint8_t[]>(kRxBuf);
+        reasm_.set_expected_msn(w::Queue::ReadRequest, std::max<uint32_t>(p.rx_read_msn_base, 1));
         token_ = pe_.add(this);
     }
 

@@ -30,6 +30,8 @@ struct StreamParams {
     uint32_t ird = 16;           // inbound Read Requests we accept outstanding
     uint32_t ord = 16;           // outbound Read Requests we may have outstanding
     bool rfc7306 = false;        // RFC 7306 opcodes negotiated (see tcp_channel.cpp)
+    // First inbound Read Request MSN: 2 when the connection manager consumed a Read RTR.
+    uint32_t rx_read_msn_base = 1;
 };
 
 // Registers a connected TCP socket whose MPA exchange is complete (the Request/Reply

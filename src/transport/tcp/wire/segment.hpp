@@ -60,6 +60,9 @@ class UntaggedReassembler {
 
     Status accept(const DdpHeader &h, uint32_t payload_len, Result &out, uint64_t max_message = 0);
     uint32_t expected_msn(Queue q) const { return next_msn_[static_cast<uint32_t>(q)]; }
+    // Starts a queue at another MSN (messages consumed before the stream was handed over,
+    // e.g. an RFC 6581 Read RTR).
+    void set_expected_msn(Queue q, uint32_t msn) { next_msn_[static_cast<uint32_t>(q)] = msn; }
     bool in_message() const { return open_; }
 
   private:
