@@ -187,7 +187,6 @@ class Core final : public ProgressSource {
         mulpdu_ = std::clamp(m, kMulpduMin, kMulpduMax);
         ord_ = std::max<uint32_t>(p.ord, 1);
         ird_ = p.ird;
-        rxbuf_ = std::make_unique<uint8_t[]>(kRxBuf);
         reasm_.set_expected_msn(w::Queue::ReadRequest, std::max<uint32_t>(p.rx_read_msn_base, 1));
         token_ = pe_.add(this);
     }
@@ -278,7 +277,6 @@ class Core final : public ProgressSource {
     std::atomic<bool> rx_open_{true};  // arrivals are delivered
 
     // Progress only.
-    std::unique_ptr<uint8_t[]> rxbuf_;
     std::unique_ptr<w::FpduDecoder> dec_;
     w::UntaggedReassembler reasm_;
     RxRecv recv_{};
@@ -766,11 +764,16 @@ void Core::progress(uint32_t events) {
 }
 
 void Core::do_read() {
+    // One receive buffer per thread, not per connection: every byte of it is fed to the
+    // decoder (which keeps partial FPDUs itself) before do_read returns, and a thousand
+    // connections would otherwise hold 256 MiB.
+    thread_local std::unique_ptr<uint8_t[]> rxbuf =
+        std::make_unique_for_overwrite<uint8_t[]>(kRxBuf);
     for (int iter = 0; iter < 16; ++iter) {
         if (fd_ < 0) return;  // only progress closes fd_
-        ssize_t n = ::recv(fd_, rxbuf_.get(), kRxBuf, MSG_DONTWAIT);
+        ssize_t n = ::recv(fd_, rxbuf.get(), kRxBuf, MSG_DONTWAIT);
         if (n > 0) {
-            std::span<const uint8_t> in(rxbuf_.get(), static_cast<size_t>(n));
+            std::span<const uint8_t> in(rxbuf.get(), static_cast<size_t>(n));
             while (!in.empty() && rx_open_.load(std::memory_order_acquire)) {
                 w::FeedResult r = dec_->feed(in);
                 in = in.subspan(r.consumed);

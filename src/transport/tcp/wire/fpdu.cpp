@@ -105,7 +105,9 @@ Status encode_fpdu(std::span<const uint8_t> headers, std::span<const uint8_t> pa
 
 FpduDecoder::FpduDecoder(FpduDecoderConfig cfg) : cfg_(cfg) {
     cfg_.max_ulpdu = std::clamp<uint32_t>(cfg_.max_ulpdu, kMinUlpdu, kMaxUlpdu);
-    buf_ = std::make_unique<uint8_t[]>(fpdu_size(cfg_.max_ulpdu) + 3);
+    // Not zeroed: only bytes received into it are ever read (and 1,000 connections would
+    // otherwise touch 64 MiB at set-up).
+    buf_ = std::make_unique_for_overwrite<uint8_t[]>(fpdu_size(cfg_.max_ulpdu) + 3);
 }
 
 FeedResult FpduDecoder::fail(Status s, size_t consumed) {
