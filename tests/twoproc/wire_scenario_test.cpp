@@ -97,7 +97,7 @@ TEST_P(TwoProcWireshark, Scenario) {
     EXPECT_TRUE(wait_state(qp_, RI_QP_STATE_ERROR));
     std::printf(
         "[ twoproc  ] wire scenario done (%s, port %s): FPDUs sent: Send 1, Send+SE 1, "
-        "Send+Inv 1, Write 2, Read Request 1, Read Response 1, Terminate 1\n",
+        "Send+Inv 1, Write 2 (+ the P2P RTR), Read Request 1, Read Response 1, Terminate 1\n",
         family() == AF_INET ? "127.0.0.1" : "::1",
         port ? std::to_string(port).c_str() : "ephemeral");
 }

@@ -90,8 +90,9 @@ to_hex() { printf '%s' "$1" | od -An -tx1 -v | tr -d ' \n'; }
 # Must match wire_scenario_test.cpp.
 REQ_PD_HEX=$(to_hex "softrnic-twoproc MPA request private data")
 REP_PD_HEX=$(to_hex "softrnic-twoproc MPA reply private data")
-# RDMAP opcode -> FPDUs the scenario sends (every message fits one FPDU on lo).
-declare -A EXPECT_OPS=([0]=2 [1]=1 [2]=1 [3]=1 [4]=1 [5]=1 [7]=1)
+# RDMAP opcode -> FPDUs the scenario sends (every message fits one FPDU on lo). RDMA Write
+# counts the connection manager's RFC 6581 RTR (a zero-length Write) and the test's two.
+declare -A EXPECT_OPS=([0]=3 [1]=1 [2]=1 [3]=1 [4]=1 [5]=1 [7]=1)
 declare -A OP_NAME=([0]="RDMA Write" [1]="Read Request" [2]="Read Response" [3]="Send"
     [4]="Send with Invalidate" [5]="Send with SE" [6]="Send with SE and Invalidate"
     [7]="Terminate")

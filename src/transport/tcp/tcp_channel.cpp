@@ -246,6 +246,7 @@ class Core final : public ProgressSource {
     void report_ready();
     void release_refs();
     void on_stream_end(CloseKind kind);
+    void stream_lost();
     void protocol_error(w::TermCode code, std::span<const uint8_t> ulpdu, bool include_hdr);
     void engine_failed(TerminateCode code, std::span<const uint8_t> ulpdu);
     void abort_open_recv(ri_wc_status_t st);
@@ -789,7 +790,12 @@ void Core::do_read() {
             continue;
         }
         if (n == 0) {
-            on_stream_end(CloseKind::Graceful);
+            // A FIN inside an FPDU or a message is no orderly close: the peer died or
+            // reset mid-transfer, and what was placed of that message is incomplete.
+            if (dec_->mid_fpdu() || reasm_.in_message() || !last_write_done_)
+                stream_lost();
+            else
+                on_stream_end(CloseKind::Graceful);
             return;
         }
         if (errno == EINTR) continue;
@@ -816,6 +822,27 @@ void Core::on_stream_end(CloseKind kind) {
             recv_open_ = false;
         }
         if (tell) ep_->rx_llp_closed(kind);
+        leave_ep();
+    }
+}
+
+// The stream ended in the middle of an FPDU or message: the connection is lost (LLP
+// layer, "connection lost"), the QP goes to Error with its work flushed.
+void Core::stream_lost() {
+    constexpr w::TermCode kLost{2, 0, 0x01};
+    bool tell;
+    {
+        std::lock_guard lk(mu_);
+        tell = !local_closed_;
+        local_closed_ = true;
+        drop_unwritten_locked();
+        fail_all_locked({OpOutcome::Disconnected, {}});
+        close_fd_locked(true);
+    }
+    release_refs();
+    if (enter_ep()) {
+        abort_open_recv(RI_WC_STATUS_WR_FLUSHED_ERROR);
+        if (tell) ep_->rx_stream_error(to_seam(kLost));
         leave_ep();
     }
 }

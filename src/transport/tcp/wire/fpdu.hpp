@@ -131,6 +131,8 @@ class FpduDecoder {
     uint64_t fpdus() const { return fpdus_; }
     // Turns CRC checking on or off between FPDUs.
     void set_crc(bool on) { cfg_.crc = on; }
+    // Part of an FPDU has arrived and the rest has not (a stream ending now was cut).
+    bool mid_fpdu() const { return have_ != 0; }
 
   private:
     FeedResult fail(Status s, size_t consumed);
