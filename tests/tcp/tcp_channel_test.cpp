@@ -689,4 +689,79 @@ TEST_F(TcpRfc7306, NotAgreedMeansRefusedAtPost) {
     EXPECT_EQ(query(a).state, RI_QP_STATE_READY_TO_SEND);
 }
 
+// A FIN that ends the stream inside an FPDU, or between the FPDUs of one message, is a lost
+// connection (LLP "connection lost", QP to Error, receives flushed), not an orderly close;
+// a FIN after a whole message with nothing outstanding is the orderly close.
+class TcpFin : public TcpTest {
+  protected:
+    // A raw peer `fb` for QP `a` (no CRC, MULPDU irrelevant: we write the FPDUs).
+    int raw_peer() {
+        a = ra.new_qp();
+        EXPECT_TRUE(a);
+        int fa = -1, fb = -1;
+        EXPECT_TRUE(socket_pair(fa, fb));
+        tcp::StreamParams p;
+        EXPECT_EQ(to_rts(a, tcp::adopt_socket(fa, p)), RI_RET_SUCCESS);
+        return fb;
+    }
+    std::vector<uint8_t> write_fpdu(uint32_t stag, uint64_t to, size_t len, bool last) {
+        w::DdpHeader h{};
+        h.opcode = w::Opcode::RdmaWrite;
+        h.stag = stag;
+        h.to = to;
+        h.last = last;
+        uint8_t hdr[w::kMaxHeaderLen];
+        size_t hl = w::encode_ddp_header(h, hdr);
+        std::vector<uint8_t> payload(len, 0x5C), out(len + 64);
+        size_t n = 0;
+        EXPECT_EQ(
+            w::encode_fpdu(std::span<const uint8_t>(hdr, hl), std::span<const uint8_t>(payload),
+                           false, std::span<uint8_t>(out), n),
+            w::Status::Ok);
+        out.resize(n);
+        return out;
+    }
+};
+
+TEST_F(TcpFin, FinInsideAnFpduIsALostConnection) {
+    int fb = raw_peer();
+    Buf &target = buf(4096);
+    Mr *mt = ra.reg(target, kAllRemote);
+    auto f = write_fpdu(mt->rtag, target.va(), 1000, true);
+    ASSERT_TRUE(write_all(fb, f.data(), f.size() / 2));
+    ::shutdown(fb, SHUT_WR);  // FIN
+    EXPECT_TRUE(wait_event(ra, RI_EVENT_QP_LLQ_CONNECTION_LOST, a->os()))
+        << ra.rec.describe_events();
+    EXPECT_TRUE(wait_state(a, RI_QP_STATE_ERROR));
+    EXPECT_EQ(ra.rec.count_events(RI_EVENT_QP_LLQ_CLOSE_COMPLETE, a->os()), 0u);
+    ::close(fb);
+}
+
+TEST_F(TcpFin, FinInsideAMessageIsALostConnection) {
+    int fb = raw_peer();
+    Buf &target = buf(4096);
+    Mr *mt = ra.reg(target, kAllRemote);
+    auto f = write_fpdu(mt->rtag, target.va(), 1000, false);  // first of two segments
+    ASSERT_TRUE(write_all(fb, f.data(), f.size()));
+    ::shutdown(fb, SHUT_WR);
+    EXPECT_TRUE(wait_event(ra, RI_EVENT_QP_LLQ_CONNECTION_LOST, a->os()))
+        << ra.rec.describe_events();
+    EXPECT_TRUE(wait_state(a, RI_QP_STATE_ERROR));
+    ::close(fb);
+}
+
+TEST_F(TcpFin, FinAfterAWholeMessageIsAnOrderlyClose) {
+    int fb = raw_peer();
+    Buf &target = buf(4096);
+    Mr *mt = ra.reg(target, kAllRemote);
+    auto f = write_fpdu(mt->rtag, target.va(), 1000, true);
+    ASSERT_TRUE(write_all(fb, f.data(), f.size()));
+    ::shutdown(fb, SHUT_WR);
+    EXPECT_TRUE(wait_event(ra, RI_EVENT_QP_LLQ_CLOSE_COMPLETE, a->os()))
+        << ra.rec.describe_events();
+    EXPECT_TRUE(wait_state(a, RI_QP_STATE_IDLE));
+    EXPECT_EQ(target.data()[999], 0x5C);
+    ::close(fb);
+}
+
 }  // namespace

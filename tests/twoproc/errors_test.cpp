@@ -551,10 +551,14 @@ TEST_P(TwoProcErrors, PeerKilledWhileItSends) {
     EXPECT_TRUE(target.guards_intact());
 }
 
-// Same, with no receive posted at the test. The peer dies in the middle of an RDMA Write:
-// the stream ends inside an FPDU (and inside a DDP message), which is a lost connection, not
-// an orderly close: the test must see a broken-connection event and its QP in Error, never
-// RI_EVENT_QP_LLQ_CLOSE_COMPLETE with the QP back in Idle as if the peer had hung up cleanly.
+// Same, with no receive posted at the test. When the peer dies in the middle of an RDMA
+// Write the stream ends inside an FPDU or a DDP message: a lost connection, so the test
+// sees a broken-connection event and its QP in Error. A kill can also land exactly between
+// two messages (the kernel then sends a FIN after a whole message, which on the wire is an
+// orderly close: LLQ_CLOSE_COMPLETE and Idle are correct); under a slow preset (TSan) that
+// happens. Either way the survivor must leave RTS within a bounded time, and its memory
+// outside the target stays untouched. The mid-FPDU and mid-message cases are pinned down
+// deterministically by tests/tcp (TcpErrors.FinInside*).
 TEST_P(TwoProcErrors, PeerKilledWhileItSendsNoReceives) {
     ASSERT_NO_FATAL_FAILURE(peer_connects());
     constexpr size_t kLen = size_t{1} << 20;
@@ -576,10 +580,13 @@ TEST_P(TwoProcErrors, PeerKilledWhileItSendsNoReceives) {
     };
     ASSERT_TRUE(wait_for(*rnic_, any_close_event, 10s))
         << "no event at all; events: " << rnic_->rec.describe_events();
-    EXPECT_EQ(rnic_->rec.count_events(RI_EVENT_QP_LLQ_CLOSE_COMPLETE, qp_->os()), 0u)
-        << "a peer killed mid-FPDU was reported as an orderly close (LLQ_CLOSE_COMPLETE)";
-    EXPECT_TRUE(wait_state(qp_, RI_QP_STATE_ERROR, 500ms))
-        << "QP state " << state_of(qp_) << " (0 = Idle) after the peer died mid-stream";
+    if (rnic_->rec.count_events(RI_EVENT_QP_LLQ_CLOSE_COMPLETE, qp_->os()) != 0) {
+        EXPECT_TRUE(wait_state(qp_, RI_QP_STATE_IDLE, 500ms)) << "QP state " << state_of(qp_);
+        std::printf("[ twoproc  ] the kill landed between two messages: orderly close\n");
+    } else {
+        EXPECT_TRUE(wait_state(qp_, RI_QP_STATE_ERROR, 500ms))
+            << "QP state " << state_of(qp_) << " after the peer died mid-stream";
+    }
     EXPECT_TRUE(target.guards_intact());
 }
 
