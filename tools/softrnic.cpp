@@ -1,182 +1,120 @@
 // The `softrnic` command: information about the software RNIC and a perftest-like benchmark
-// of its transports. This version drives the in-process loopback transport; the TCP/iWARP
-// and shared-memory transports join the same table when they land.
+// of its transports (tools/bench/): the in-process loopback transport, and TCP/iWARP
+// between two processes (on this machine, or on two hosts with --server/--connect), read
+// against raw TCP measured in the same run.
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "bench/bench.hpp"
 #include "loopback_session.hpp"
 
 using namespace softrnic::tools;
-using Clock = std::chrono::steady_clock;
+namespace sb = softrnic::bench;
 
 namespace {
 
-struct Options {
-    std::vector<size_t> sizes{8, 64, 4096, 65536, 1 << 20};
-    uint64_t iters = 0;  // 0: per-size default
-    bool json = false;
-    std::string transport = "auto";
-};
-
-struct Row {
-    const char *op;
-    size_t size;
-    double p50_us, p99_us, gbps, mops;
-    double ref_gbps;  // a plain memcpy of the same size, measured in the same run
-};
-
-// The copy every loopback transfer must make, timed the same way: the reference the
-// softrnic figures are read against (a ratio, not an absolute number, survives a noisy
-// 2-vCPU machine).
-double memcpy_gbps(size_t size, uint64_t iters) {
-    AlignedBuffer a(std::max<size_t>(size, 1)), b(std::max<size_t>(size, 1));
-    std::memset(a.data, 0x5A, a.size);
-    auto t0 = Clock::now();
-    for (uint64_t i = 0; i < iters; ++i) {
-        std::memcpy(b.data, a.data, size);
-        asm volatile("" : : "r"(b.data) : "memory");
-    }
-    double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-    return static_cast<double>(size) * static_cast<double>(iters) / secs / 1e9;
-}
-
-void usage() {
-    std::puts(
+void usage(FILE *out) {
+    std::fprintf(
+        out,
         "usage: softrnic <command> [options]\n"
         "commands:\n"
-        "  bench   measure send/recv, RDMA write and RDMA read (latency p50/p99,\n"
-        "          bandwidth, message rate) over the chosen transport\n"
+        "  bench   measure send/recv ping-pong, RDMA write and RDMA read: latency p50/p99,\n"
+        "          bandwidth with a window of operations in flight, message rate\n"
         "  info    print the RNIC attributes reported by ri_rnic_query\n"
-        "options (bench):\n"
-        "  --size N[,N...]   message sizes in bytes (default 8,64,4096,65536,1048576)\n"
-        "  --iters N         iterations per measurement (default: by size)\n"
-        "  --transport T     auto|loopback (tcp and shm: not built yet)\n"
-        "  --json            machine-readable output");
+        "\n"
+        "bench, where it runs:\n"
+        "  (nothing)          two processes on this machine: this command starts a server\n"
+        "                     process (itself, on 127.0.0.1 and an ephemeral port) and is\n"
+        "                     its client\n"
+        "  --server [ADDR]    be the server for one client; listen on ADDR (default: all\n"
+        "                     IPv4 addresses)\n"
+        "  --connect HOST     be the client of a server started with --server on HOST\n"
+        "  --port N           server control port (default %u); the connection manager\n"
+        "                     listens on N+1 and the raw TCP reference on N+2. 0: all\n"
+        "                     ephemeral (the server prints the control port)\n"
+        "  --transport T      auto (default): tcp, the only two-process transport today\n"
+        "                     tcp: TCP/iWARP (connection manager, MPA v2) between two processes\n"
+        "                     loopback: in-process, two RNIC instances in this process\n"
+        "                     shm: not built yet (fails with exit status 2)\n"
+        "bench, what it measures:\n"
+        "  --size N[,N...]    message sizes in bytes, repeatable\n"
+        "                     (default 8,64,4096,65536,1048576)\n"
+        "  --ops LIST         any of send,write,read (default all three)\n"
+        "  --iters N          operations per measurement (default: sized by --time)\n"
+        "  --time S           seconds per measurement when --iters is not given (default 0.2)\n"
+        "  --window N         operations in flight in bandwidth runs (default 32)\n"
+        "  --bw-wait W        how bandwidth runs wait for completions: yield (default:\n"
+        "                     busy-poll ri_cq_poll, sched_yield() when it comes back empty)\n"
+        "                     or spin (busy-poll only)\n"
+        "  --lat-wait W       the same for ping-pongs and single reads: spin (default, like\n"
+        "                     the raw TCP reference) or yield (diagnostic: how much of the\n"
+        "                     latency is the scheduler preempting a spinning thread)\n"
+        "  --rounds N         repeat the whole list N times, alternating its order, and report\n"
+        "                     medians (default 3 for two-process runs, 1 for loopback)\n"
+        "  --no-ref           skip the raw TCP references (and the ratios)\n"
+        "  --crc              ask for MPA CRC32c on the TCP transport (default off)\n"
+        "  --json             machine-readable output on stdout\n"
+        "  --no-progress      never draw the progress bar (it is drawn on stderr only when\n"
+        "                     stderr is a terminal and the run takes more than a second)\n"
+        "\n"
+        "Latency is one-way (round trip / 2) for the send/recv and RDMA write ping-pongs,\n"
+        "whose waiting side busy-polls, and a round trip for RDMA read; GB/s = 1e9 bytes/s.\n"
+        "Two-process runs also measure a raw TCP ping-pong (8 B, busy-poll) and a raw TCP\n"
+        "stream (1 MiB) in the same processes, interleaved with the softrnic rows, and print\n"
+        "latency ratio = softrnic 8 B send ping-pong / raw TCP ping-pong (target <= 1.3) and\n"
+        "bandwidth ratio = softrnic 1 MiB RDMA write / raw TCP stream (target >= 0.85).\n",
+        static_cast<unsigned>(sb::kDefaultPort));
 }
 
-uint64_t default_iters(size_t size) {
-    if (size >= (1u << 20)) return 2000;
-    if (size >= 65536) return 20000;
-    return 200000;
+bool parse_u64(const std::string &v, uint64_t &out) {
+    if (v.empty() || v[0] == '-') return false;
+    char *end = nullptr;
+    errno = 0;
+    unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+    if (!end || *end || errno) return false;
+    out = n;
+    return true;
 }
 
-double percentile(std::vector<double> &v, double p) {
-    if (v.empty()) return 0;
-    size_t k = static_cast<size_t>(p * static_cast<double>(v.size() - 1));
-    std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
-    return v[k];
-}
-
-// op: 0 send/recv, 1 RDMA write, 2 RDMA read.
-Row measure(int op, size_t size, uint64_t iters) {
-    LoopbackSession s("bench", std::max<size_t>(size, 64));
-    ri_err_data_t err = 0;
-    ri_data_seg_t ls{}, rs{};
-    ls.addr.vaddr = reinterpret_cast<uintptr_t>(s.a.buf->data);
-    ls.tag.ltag = s.a.ltag;
-    ls.len = static_cast<uint32_t>(size);
-    rs.addr.vaddr = reinterpret_cast<uintptr_t>(s.b.buf->data);
-    rs.tag.ltag = s.b.ltag;
-    rs.len = static_cast<uint32_t>(size);
-    const uint64_t to = reinterpret_cast<uintptr_t>(s.b.buf->data);
-    auto one = [&](uint64_t id) {
-        switch (op) {
-            case 0:
-                check(ri_qp_post_recv(s.b.rnic, s.b.qp, static_cast<ri_wr_flags_t>(0), id, &rs, 1,
-                                      &err),
-                      "post_recv");
-                check(ri_qp_post_send(s.a.rnic, s.a.qp, RI_WR_TYPE_SEND, RI_WR_SIGNALED_FLAG, id,
-                                      &ls, 0, 1, 0, &err),
-                      "post_send");
-                poll_one(s.a.rnic, s.a.cq);
-                poll_one(s.b.rnic, s.b.cq);
-                break;
-            case 1:
-                check(ri_qp_post_rdma_write(s.a.rnic, s.a.qp, RI_WR_TYPE_RDMA_WRITE,
-                                            RI_WR_SIGNALED_FLAG, id, &ls, to, s.b.rtag, 1, 0, &err),
-                      "post_rdma_write");
-                poll_one(s.a.rnic, s.a.cq);
-                break;
-            default:
-                check(ri_qp_post_rdma_read(s.a.rnic, s.a.qp, RI_WR_TYPE_RDMA_READ,
-                                           RI_WR_SIGNALED_FLAG, id, &ls, to, 1, s.b.rtag, &err),
-                      "post_rdma_read");
-                poll_one(s.a.rnic, s.a.cq);
-                break;
-        }
-    };
-    for (uint64_t i = 0; i < std::min<uint64_t>(iters / 10 + 1, 1000); ++i)
-        one(i);  // warm up
-    // Latency: each operation timed on its own, post to polled completion.
-    uint64_t lat_iters = std::min<uint64_t>(iters, 20000);
-    std::vector<double> lat;
-    lat.reserve(lat_iters);
-    for (uint64_t i = 0; i < lat_iters; ++i) {
-        auto t0 = Clock::now();
-        one(i);
-        lat.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+std::vector<std::string> split_list(const std::string &v) {
+    std::vector<std::string> out;
+    size_t p = 0;
+    for (;;) {
+        size_t q = v.find(',', p);
+        out.push_back(v.substr(p, q == std::string::npos ? std::string::npos : q - p));
+        if (q == std::string::npos) break;
+        p = q + 1;
     }
-    // Throughput: back to back.
-    auto t0 = Clock::now();
-    for (uint64_t i = 0; i < iters; ++i)
-        one(i);
-    double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-    Row r{op == 0   ? "send/recv"
-          : op == 1 ? "rdma_write"
-                    : "rdma_read",
-          size,
-          percentile(lat, 0.5),
-          percentile(lat, 0.99),
-          static_cast<double>(size) * static_cast<double>(iters) / secs / 1e9,
-          static_cast<double>(iters) / secs / 1e6,
-          memcpy_gbps(size, iters)};
-    return r;
+    return out;
 }
 
-int bench(const Options &o) {
-    if (o.transport != "auto" && o.transport != "loopback") {
-        std::fprintf(stderr, "softrnic: transport '%s' is not built yet (see README status)\n",
+int bench(const sb::Options &o) {
+    if (o.transport == "shm") {
+        std::fprintf(stderr, "softrnic: transport 'shm' is not built yet (see README status)\n");
+        return 2;
+    }
+    if (o.transport == "loopback") {
+        if (o.role != sb::Role::Both) {
+            std::fprintf(stderr,
+                         "softrnic: transport 'loopback' is in-process only: no --server or "
+                         "--connect\n");
+            return 2;
+        }
+        return sb::run_loopback(o);
+    }
+    if (o.transport != "auto" && o.transport != "tcp") {
+        std::fprintf(stderr, "softrnic: unknown transport '%s' (auto|tcp|loopback|shm)\n",
                      o.transport.c_str());
         return 2;
     }
-    std::vector<Row> rows;
-    bool tty = isatty(fileno(stderr));
-    size_t total = o.sizes.size() * 3, done = 0;
-    for (int op = 0; op < 3; ++op) {
-        for (size_t size : o.sizes) {
-            if (tty && !o.json) std::fprintf(stderr, "\r[%zu/%zu] measuring...", done, total);
-            rows.push_back(measure(op, size, o.iters ? o.iters : default_iters(size)));
-            ++done;
-        }
-    }
-    if (tty && !o.json) std::fprintf(stderr, "\r%*s\r", 40, "");
-    if (o.json) {
-        std::printf("{\"transport\":\"loopback\",\"results\":[");
-        for (size_t i = 0; i < rows.size(); ++i) {
-            const Row &r = rows[i];
-            std::printf(
-                "%s{\"op\":\"%s\",\"size\":%zu,\"lat_p50_us\":%.3f,\"lat_p99_us\":%.3f,"
-                "\"bw_gbps\":%.3f,\"rate_mops\":%.3f,\"memcpy_gbps\":%.3f}",
-                i ? "," : "", r.op, r.size, r.p50_us, r.p99_us, r.gbps, r.mops, r.ref_gbps);
-        }
-        std::printf("]}\n");
-        return 0;
-    }
-    std::printf("softrnic bench: transport loopback (in-process, two RNIC instances)\n");
-    std::printf("%-11s %9s %9s %9s %9s %9s %12s %9s\n", "op", "bytes", "p50 us", "p99 us", "GB/s",
-                "Mmsg/s", "memcpy GB/s", "ratio");
-    for (const Row &r : rows)
-        std::printf("%-11s %9zu %9.3f %9.3f %9.3f %9.3f %12.3f %9.3f\n", r.op, r.size, r.p50_us,
-                    r.p99_us, r.gbps, r.mops, r.ref_gbps, r.ref_gbps > 0 ? r.gbps / r.ref_gbps : 0);
-    std::printf("ratio: softrnic bandwidth / memcpy of the same size in this run\n");
-    return 0;
+    if (o.role == sb::Role::Server) return sb::run_server(o);
+    return sb::run_client(o);
 }
 
 int info() {
@@ -216,11 +154,17 @@ int info() {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        usage();
+        usage(stderr);
         return 2;
     }
     std::string cmd = argv[1];
-    Options o;
+    if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+        usage(stdout);
+        return 0;
+    }
+    sb::Options o;
+    bool sizes_given = false;
+    bool role_given = false;
     for (int i = 2; i < argc; ++i) {
         std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -230,54 +174,107 @@ int main(int argc, char **argv) {
             }
             return argv[++i];
         };
+        auto bad = [&](const std::string &v) {
+            std::fprintf(stderr, "softrnic: bad value '%s' for %s\n", v.c_str(), a.c_str());
+            return 2;
+        };
+        uint64_t n = 0;
         if (a == "--json") {
             o.json = true;
         } else if (a == "--size") {
-            o.sizes.clear();
+            if (!sizes_given) o.sizes.clear();
+            sizes_given = true;
             std::string v = value();
-            for (size_t p = 0; p < v.size();) {
-                size_t q = v.find(',', p);
-                std::string tok = v.substr(p, q == std::string::npos ? std::string::npos : q - p);
-                char *end = nullptr;
-                unsigned long long n = std::strtoull(tok.c_str(), &end, 10);
-                if (!end || *end || n > (1ull << 30)) {
-                    std::fprintf(stderr, "softrnic: bad size '%s'\n", tok.c_str());
-                    return 2;
-                }
+            for (const std::string &tok : split_list(v)) {
+                if (!parse_u64(tok, n) || n == 0 || n > (1ull << 30)) return bad(tok);
                 o.sizes.push_back(static_cast<size_t>(n));
-                if (q == std::string::npos) break;
-                p = q + 1;
+            }
+        } else if (a == "--ops") {
+            o.ops.clear();
+            std::string v = value();
+            for (const std::string &tok : split_list(v)) {
+                if (tok == "send")
+                    o.ops.push_back(sb::Op::Send);
+                else if (tok == "write")
+                    o.ops.push_back(sb::Op::Write);
+                else if (tok == "read")
+                    o.ops.push_back(sb::Op::Read);
+                else
+                    return bad(tok);
             }
         } else if (a == "--iters") {
-            char *end = nullptr;
             std::string v = value();
-            o.iters = std::strtoull(v.c_str(), &end, 10);
-            if (!end || *end || o.iters == 0) {
-                std::fprintf(stderr, "softrnic: bad --iters '%s'\n", v.c_str());
-                return 2;
-            }
+            if (!parse_u64(v, n) || n == 0) return bad(v);
+            o.iters = n;
+        } else if (a == "--time") {
+            std::string v = value();
+            char *end = nullptr;
+            o.seconds = std::strtod(v.c_str(), &end);
+            if (!end || *end || !(o.seconds > 0) || o.seconds > 600) return bad(v);
+        } else if (a == "--window") {
+            std::string v = value();
+            if (!parse_u64(v, n) || n == 0 || n > 1024) return bad(v);
+            o.window = static_cast<unsigned>(n);
+        } else if (a == "--bw-wait") {
+            std::string v = value();
+            if (v != "yield" && v != "spin") return bad(v);
+            o.wait.bw_yield = v == "yield";
+        } else if (a == "--lat-wait") {
+            std::string v = value();
+            if (v != "yield" && v != "spin") return bad(v);
+            o.wait.lat_yield = v == "yield";
+        } else if (a == "--rounds") {
+            std::string v = value();
+            if (!parse_u64(v, n) || n == 0 || n > 1000) return bad(v);
+            o.rounds = static_cast<unsigned>(n);
         } else if (a == "--transport") {
             o.transport = value();
+        } else if (a == "--server") {
+            if (role_given) return bad(a);
+            role_given = true;
+            o.role = sb::Role::Server;
+            if (i + 1 < argc && argv[i + 1][0] != '-') o.host = argv[++i];
+        } else if (a == "--connect") {
+            if (role_given) return bad(a);
+            role_given = true;
+            o.role = sb::Role::Client;
+            o.host = value();
+        } else if (a == "--port") {
+            std::string v = value();
+            if (!parse_u64(v, n) || n > 65533) return bad(v);
+            o.port = static_cast<uint16_t>(n);
+            o.port_set = true;
+        } else if (a == "--ready-fd") {  // internal: the server a plain `bench` spawns
+            std::string v = value();
+            if (!parse_u64(v, n) || n > 1u << 20) return bad(v);
+            o.ready_fd = static_cast<int>(n);
+        } else if (a == "--no-ref") {
+            o.refs = false;
+        } else if (a == "--crc") {
+            o.crc = true;
+        } else if (a == "--no-progress") {
+            o.progress = false;
         } else if (a == "-h" || a == "--help") {
-            usage();
+            usage(stdout);
             return 0;
         } else {
-            std::fprintf(stderr, "softrnic: unknown option '%s'\n", a.c_str());
+            std::fprintf(stderr, "softrnic: unknown option '%s' (see softrnic --help)\n",
+                         a.c_str());
             return 2;
         }
+    }
+    if (o.ready_fd >= 0 && o.role != sb::Role::Server) {
+        std::fprintf(stderr, "softrnic: --ready-fd is only for --server\n");
+        return 2;
     }
     try {
         if (cmd == "bench") return bench(o);
         if (cmd == "info") return info();
-        if (cmd == "-h" || cmd == "--help" || cmd == "help") {
-            usage();
-            return 0;
-        }
     } catch (const std::exception &e) {
         std::fprintf(stderr, "softrnic: %s\n", e.what());
         return 1;
     }
     std::fprintf(stderr, "softrnic: unknown command '%s'\n", cmd.c_str());
-    usage();
+    usage(stderr);
     return 2;
 }

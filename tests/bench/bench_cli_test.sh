@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# bench_cli_test.sh MODE SOFTRNIC CMAKE CHECKER
+#   tcp_json        softrnic bench --transport tcp --json (it spawns its own server)
+#   server_connect  softrnic bench --server 127.0.0.1 --port 0, then --connect to it
+# The JSON goes through CHECKER (a cmake -P script) for well-formedness and contents.
+set -euo pipefail
+mode=$1 softrnic=$2 cmake=$3 checker=$4
+tmp=$(mktemp -d)
+server_pid=
+cleanup() {
+    if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+        kill "$server_pid" 2>/dev/null || true
+    fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+common=(--iters 20 --rounds 1 --window 8 --json --no-progress)
+case "$mode" in
+tcp_json)
+    sizes="8;4096;1048576"
+    "$softrnic" bench --transport tcp --size 8,4096,1048576 "${common[@]}" >"$tmp/out.json"
+    ;;
+server_connect)
+    sizes="8;65536"
+    "$softrnic" bench --server 127.0.0.1 --port 0 --transport tcp >"$tmp/server.out" &
+    server_pid=$!
+    port=
+    for _ in $(seq 1 200); do
+        port=$(sed -n 's/.* port \([0-9][0-9]*\) (connection manager.*/\1/p' "$tmp/server.out")
+        [ -n "$port" ] && break
+        kill -0 "$server_pid" 2>/dev/null || { echo "server exited early" >&2; exit 1; }
+        sleep 0.05
+    done
+    [ -n "$port" ] || { echo "server did not report its port" >&2; exit 1; }
+    echo "server: $(cat "$tmp/server.out")"
+    "$softrnic" bench --connect 127.0.0.1 --port "$port" --size 8,65536 "${common[@]}" \
+        >"$tmp/out.json"
+    # The server serves one client and exits with status 0.
+    wait "$server_pid"
+    server_pid=
+    ;;
+*)
+    echo "unknown mode $mode" >&2
+    exit 2
+    ;;
+esac
+cat "$tmp/out.json"
+"$cmake" -DJSON_FILE="$tmp/out.json" -DSIZES="$sizes" -DOPS="send;write;read" -DREFS=1 \
+    -P "$checker"
