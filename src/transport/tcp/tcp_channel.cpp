@@ -922,7 +922,13 @@ bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
                 engine_failed(rs.term, ulpdu);
                 return false;
             }
-            std::memcpy(dst.ptr, payload, s.payload.size());
+            // The last byte goes last, with release ordering: consumers poll the final
+            // byte of an RDMA-written buffer to learn that the rest arrived (dtest -W,
+            // perftest-style ping-pong), and memcpy may store its tail first.
+            const size_t len = s.payload.size();
+            if (len > 1) std::memcpy(dst.ptr, payload, len - 1);
+            std::atomic_ref<std::byte>(dst.ptr[len - 1])
+                .store(payload[len - 1], std::memory_order_release);
             ep_->rx_tagged_release(ref);
             return true;
         }

@@ -1,0 +1,198 @@
+// Internal objects of the softrnic uDAPL provider (libdaplsoftrnic.so.2).
+//
+// The provider is a thin translation: IA = one softrnic RNIC instance opened through
+// RNICPI, PZ = PD, EVD = a software event queue fed by an RNICPI CQ (DTO and RMR-bind
+// streams) and by the provider (connection, CR, async, software streams), EP = QP,
+// LMR = MR, RMR = MW, SRQ = SRQ; connections come from the shared connection manager
+// (src/cm). Nothing here reaches into src/engine or src/transport internals.
+#pragma once
+
+#include <dat2/dat_registry.h>
+#include <dat2/udat.h>
+#include <netinet/in.h>
+#include <rnicpi/rnicpi.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cm/connection_manager.hpp"
+#include "handle_table.hpp"
+
+namespace softrnic::dapl {
+
+// DAT_RETURN of the error class: type | subtype.
+constexpr DAT_RETURN err(DAT_RETURN type, DAT_RETURN subtype = 0) {
+    return DAT_CLASS_ERROR | type | subtype;
+}
+
+struct Ia;
+struct Evd;
+struct Cno;
+struct Pz;
+struct Srq;
+struct Ep;
+
+// Every handle starts with the provider table pointer (DAT_HANDLE_TO_PROVIDER, L14260).
+struct Obj {
+    const DAT_PROVIDER *provider;
+    DAT_HANDLE_TYPE type;
+    Ia *ia = nullptr;
+    DAT_CONTEXT context{};
+    Obj(const DAT_PROVIDER *p, DAT_HANDLE_TYPE t, Ia *owner) : provider(p), type(t), ia(owner) {}
+    // Not virtual: a vtable pointer would displace `provider` from the first word.
+};
+
+struct Cno : Obj {
+    std::mutex mu;
+    std::condition_variable cv;
+    DAT_OS_WAIT_PROXY_AGENT agent{nullptr, nullptr};
+    DAT_PROXY_TYPE proxy = DAT_PROXY_TYPE_NONE;
+    int fd = -1;             // eventfd of an FD-CNO
+    bool triggered = false;  // a trigger nobody has consumed yet (L2874)
+    DAT_EVD_HANDLE last = nullptr;
+    int waiters = 0;
+    bool dead = false;  // IA closed: waiters leave with a NULL EVD
+    std::atomic<int> evds{0};
+    using Obj::Obj;
+};
+
+struct Evd : Obj {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<DAT_EVENT> q;
+    DAT_COUNT qlen = 0;
+    DAT_EVD_FLAGS flags{};
+    ri_cq_handle_t cq = nullptr;
+    uint32_t cq_size = 0;
+    Cno *cno = nullptr;
+    bool enabled = true;
+    bool waitable = true;
+    bool waiter = false;
+    bool aborted = false;
+    uint64_t wake_seq = 0;            // bumped by CQ notifications
+    std::atomic<int> users{0};        // EPs, SPs attached
+    std::atomic<int> unsignalled{0};  // EPs with UNSIGNALLED request completions
+    using Obj::Obj;
+};
+
+struct Pz : Obj {
+    ri_pd_handle_t pd = nullptr;
+    std::atomic<int> users{0};
+    using Obj::Obj;
+};
+
+struct Lmr : Obj {
+    Pz *pz = nullptr;
+    ri_mr_handle_t mr = nullptr;
+    DAT_MEM_TYPE mem_type{};
+    DAT_REGION_DESCRIPTION region{};
+    DAT_VLEN length = 0;
+    DAT_MEM_PRIV_FLAGS priv{};
+    DAT_VA_TYPE va_type = DAT_VA_TYPE_VA;
+    DAT_LMR_CONTEXT lmr_context = 0;
+    DAT_RMR_CONTEXT rmr_context = 0;
+    DAT_VADDR addr = 0;
+    std::atomic<int> bound{0};  // RMRs bound into it
+    using Obj::Obj;
+};
+
+struct Rmr : Obj {
+    Pz *pz = nullptr;
+    ri_mw_handle_t mw = nullptr;
+    ri_rtag_t rtag = 0;  // current context (index | key)
+    DAT_RMR_SCOPE scope = DAT_RMR_SCOPE_PZ;
+    DAT_LMR_TRIPLET triplet{};
+    DAT_MEM_PRIV_FLAGS priv{};
+    Lmr *lmr = nullptr;  // bound into
+    DAT_RMR_COOKIE cookie{};
+    using Obj::Obj;
+};
+
+struct Srq : Obj {
+    Pz *pz = nullptr;
+    ri_srq_handle_t srq = nullptr;
+    DAT_SRQ_ATTR attr{};
+    std::atomic<int> users{0};
+    std::atomic<int> posted{0};
+    using Obj::Obj;
+};
+
+struct Sp;
+struct Cr;
+
+struct Ep : Obj {
+    std::mutex mu;
+    DAT_EP_STATE state = DAT_EP_STATE_UNCONFIGURED_UNCONNECTED;
+    Pz *pz = nullptr;
+    Evd *recv = nullptr, *req = nullptr, *conn = nullptr;
+    Srq *srq = nullptr;
+    DAT_EP_ATTR attr{};
+    ri_qp_handle_t qp = nullptr;
+    cm::ConnId conn_id = 0;
+    sockaddr_storage remote{};
+    DAT_CONN_QUAL remote_qual = 0;
+    DAT_CONN_QUAL local_qual = 0;
+    std::vector<uint8_t> est_pd;  // ESTABLISHED private data, valid until reset/free
+    Sp *rsp = nullptr;            // the RSP that reserved it
+    Cr *cr = nullptr;             // pending CR (PASSIVE_CONNECTION_PENDING)
+    std::atomic<int> posted_recvs{0};
+    // Multi-segment RDMA reads split by the provider: (cookie, total length), in order.
+    std::deque<std::pair<uint64_t, uint32_t>> split_reads;
+    using Obj::Obj;
+};
+
+struct Sp : Obj {  // PSP or RSP
+    DAT_CONN_QUAL qual = 0;
+    Evd *evd = nullptr;
+    DAT_PSP_FLAGS flags = DAT_PSP_CONSUMER_FLAG;
+    Ep *ep = nullptr;  // RSP
+    bool fired = false;
+    cm::ConnId listener = 0;
+    using Obj::Obj;
+};
+
+struct Cr : Obj {
+    Sp *sp = nullptr;
+    cm::ConnId id = 0;
+    sockaddr_storage peer{};
+    std::vector<uint8_t> pd;
+    Ep *ep = nullptr;  // RSP's EP
+    DAT_CONN_QUAL qual = 0;
+    using Obj::Obj;
+};
+
+struct Ia : Obj {
+    std::string name;
+    DAT_PROVIDER_INFO info{};
+    std::string vp_name;
+    ri_vp_handle_t vp = nullptr;
+    ri_rnic_handle_t rnic = nullptr;
+    ri_cq_event_handler_id_t cq_handler = 0;
+    ri_rnic_attr_t attr{};
+    sockaddr_in addr{};
+    Evd *async_evd = nullptr;
+    bool own_async = false;
+    std::unique_ptr<cm::ConnectionManager> cm;
+    std::mutex mu;  // children, conns, listeners
+    std::set<Obj *> children;
+    std::map<cm::ConnId, Ep *> conns;
+    std::map<cm::ConnId, Sp *> listeners;
+    std::map<DAT_CONN_QUAL, Sp *> quals;
+    std::set<Cr *> crs;
+    using Obj::Obj;
+};
+
+// The one registry of live handles of this provider.
+api::HandleTable &handles();
+// Deletes an object through its real type (Obj has no virtual destructor).
+void destroy_obj(void *p);
+
+}  // namespace softrnic::dapl

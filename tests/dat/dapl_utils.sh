@@ -1,0 +1,119 @@
+#!/bin/sh
+# dapl_utils.sh LIBDIR PROVIDER_LIB OUTDIR - acceptance run of Debian's unmodified
+# dapl2-utils (dtest, dtestcm, dtestsrq, dapltest) against libdaplsoftrnic.so.2.
+#
+#   LIBDIR       directory holding the libdat2.so.2 to use ("debian" for Debian's own);
+#                LD_LIBRARY_PATH chooses it, the binaries are not rebuilt.
+#   PROVIDER_LIB absolute path of libdaplsoftrnic.so.2
+#   OUTDIR       where logs and results.txt (latency/bandwidth/connection-rate lines) go
+#
+# Installs dapl2-utils when missing (exit 77 = CTest skip only if it cannot be had).
+# Every program runs under `timeout`; server and client are separate processes over
+# 127.0.0.1. Environment: DTESTCM_CONNS (default 1000), DAPL_SKIP (space-separated case
+# names to skip).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+libdir=$1
+provider=$2
+out=$3
+. "$here/debian_dapl.sh"
+if ! ensure_debian_dapl dapl2-utils /usr/bin/dtest || ! ensure_debian_dapl dapl2-utils /usr/bin/dapltest; then
+    echo "SKIP: dapl2-utils cannot be installed"
+    exit 77
+fi
+mkdir -p "$out"
+conf="$out/dat.conf"
+printf 'softrnic u2.0 nonthreadsafe default %s dapl.2.0 "lo 0" ""\n' "$provider" > "$conf"
+export DAT_OVERRIDE="$conf"
+if [ "$libdir" != debian ]; then
+    export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+results="$out/results.txt"
+: > "$results"
+conns=${DTESTCM_CONNS:-1000}
+failures=0
+passes=0
+
+skipped() {
+    for s in ${DAPL_SKIP:-}; do [ "$s" = "$1" ] && return 0; done
+    return 1
+}
+
+# pair NAME TIMEOUT TOOL "SERVER ARGS" "CLIENT ARGS" PASS_REGEX
+pair() {
+    name=$1 to=$2 tool=$3 sargs=$4 cargs=$5 ok=$6
+    if skipped "$name"; then echo "SKIP $name"; return; fi
+    timeout "$to" $tool $sargs > "$out/$name.server.log" 2>&1 &
+    spid=$!
+    sleep 1
+    timeout "$to" $tool $cargs > "$out/$name.client.log" 2>&1
+    crc=$?
+    wait $spid
+    src=$?
+    if [ $crc = 0 ] && [ $src = 0 ] && grep -Eq "$ok" "$out/$name.client.log" &&
+        ! grep -Eq "FAILED|Error|ERR:" "$out/$name.client.log" "$out/$name.server.log"; then
+        echo "PASS $name"
+        passes=$((passes + 1))
+    else
+        echo "FAIL $name (client rc=$crc, server rc=$src; logs in $out)"
+        tail -n 5 "$out/$name.client.log" "$out/$name.server.log" | sed 's/^/    /'
+        failures=$((failures + 1))
+    fi
+}
+
+P="-P softrnic"
+H="-h 127.0.0.1"
+pair dtest 120 dtest "-s $P" "$H $P" "PASSED"
+pair dtest_poll 120 dtest "-s $P -p" "$H $P -p" "PASSED"
+pair dtest_uni 300 dtest "-s $P -u -B 200" "$H $P -u -B 200" "PASSED"
+pair dtest_pingpong_check 300 dtest "-s $P -W -D -a -b 16384" "$H $P -W -D -a -b 16384" "PASSED"
+pair dtest_pingpong_poll 300 dtest "-s $P -W -a -p -t -b 4096" "$H $P -W -a -p -t -b 4096" "PASSED"
+pair dtest_cno 120 dtest "-s $P -c" "$H $P -c" "PASSED"
+pair dtestsrq 120 dtestsrq "-s $P -b 4096 -c 10 -B 10 -t 5" "$H $P -b 4096 -c 10 -B 10 -t 5" "Test Complete"
+pair dtestcm 600 dtestcm "-s $P -c $conns" "$H $P -c $conns" "Connections:"
+
+# dapltest: one server, several client runs, then the quit command.
+dapl_case() {
+    name=$1
+    shift
+    if skipped "$name"; then echo "SKIP $name"; return; fi
+    timeout 300 dapltest "$@" > "$out/$name.log" 2>&1
+    rc=$?
+    # dapltest exits 0 even when it fails: judge the output.
+    if [ $rc = 0 ] && grep -q "End of Work\|LimitTest\|Finished" "$out/$name.log" &&
+        ! grep -Eqi "test error|failed|DAT_INVALID|DAT_INSUFF|DAT_ABORT" "$out/$name.log"; then
+        echo "PASS $name"
+        passes=$((passes + 1))
+    else
+        echo "FAIL $name (rc=$rc; log $out/$name.log)"
+        tail -n 8 "$out/$name.log" | sed 's/^/    /'
+        failures=$((failures + 1))
+    fi
+}
+D="-D softrnic"
+S="-s 127.0.0.1"
+timeout 900 dapltest -T S $D > "$out/dapltest.server.log" 2>&1 &
+dsrv=$!
+sleep 1
+dapl_case dapltest_T_sr -T T $S $D -i 500 -t 2 -w 2 -V client SR 4096 server SR 4096
+dapl_case dapltest_T_all -T T $S $D -i 500 -t 4 -w 4 -V \
+    client SR 65536 3 server SR 65536 3 client RW 8192 2 client RR 8192 2 server RW 4096 server RR 4096
+dapl_case dapltest_T_poll -T T $S $D -i 300 -t 2 -w 2 -V -P client SR 1024 client RR 1024 server SR 1024
+dapl_case dapltest_P_rw -T P $S $D -i 2000 -p 16 RW 65536
+dapl_case dapltest_P_rr -T P $S $D -i 2000 -p 16 RR 4096
+dapl_case dapltest_P_rw_lat -T P $S $D -i 2000 -p 1 RW 8
+timeout 30 dapltest -T Q $S $D > "$out/dapltest.quit.log" 2>&1
+wait $dsrv
+dapl_case dapltest_L -T L $D -w 8 -m 50 limit_ia limit_pz limit_evd limit_ep limit_lmr limit_rpost
+
+# The numbers the brief asks for.
+{
+    echo "# libdat2: $libdir"
+    grep -h "RDMA write (bi-direction)\|RDMA write (uni-direction)\|RDMA write PingPong\|RDMA read:" \
+        "$out"/dtest*.client.log 2>/dev/null | head -60
+    grep -h "Connections:" "$out/dtestcm.client.log" "$out/dtestcm.server.log" 2>/dev/null
+    grep -h "^raw:" "$out"/dapltest_P_*.log 2>/dev/null
+} >> "$results"
+cat "$results"
+echo "dapl2-utils: $passes passed, $failures failed"
+[ $failures = 0 ]

@@ -1,0 +1,1044 @@
+// The softrnic uDAPL provider (libdaplsoftrnic.so.2) through our libdat2: the 40
+// conformance checks of /work/shared/specs/digests/udapl-2.0.md section 9 and its extra
+// checks, one named test each, citing the seed's lines (Lnnn of udapl-2.0.txt). Two IAs
+// (server and client) in one process, connected over 127.0.0.1 by the shared connection
+// manager. DAT_OVERRIDE points at the provider's generated dat.conf.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <dat2/dat_registry.h>
+#include <dat2/udat.h>
+
+namespace {
+
+using namespace std::chrono_literals;
+constexpr DAT_TIMEOUT kWait = 10 * 1000 * 1000;  // 10 s in microseconds
+
+DAT_RETURN T(DAT_RETURN r) {
+    return DAT_GET_TYPE(r);
+}
+
+struct Buf {
+    std::vector<uint8_t> v;
+    DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
+    DAT_LMR_CONTEXT lctx = 0;
+    DAT_RMR_CONTEXT rctx = 0;
+    DAT_LMR_TRIPLET iov(size_t off = 0, size_t len = SIZE_MAX) {
+        DAT_LMR_TRIPLET t{};
+        t.virtual_address = reinterpret_cast<uintptr_t>(v.data() + off);
+        t.segment_length = DAT_SEG_LENGTH(len == SIZE_MAX ? v.size() - off : len);
+        t.lmr_context = lctx;
+        return t;
+    }
+    DAT_RMR_TRIPLET rmr(size_t off = 0) {
+        DAT_RMR_TRIPLET t{};
+        t.virtual_address = reinterpret_cast<uintptr_t>(v.data() + off);
+        t.segment_length = DAT_SEG_LENGTH(v.size() - off);
+        t.rmr_context = rctx;
+        return t;
+    }
+};
+
+// One side: IA, PZ, EVDs (connection, CR, request, receive), buffers.
+struct Side {
+    DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+    DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
+    DAT_PZ_HANDLE pz = DAT_HANDLE_NULL;
+    DAT_EVD_HANDLE conn = DAT_HANDLE_NULL, cr = DAT_HANDLE_NULL, req = DAT_HANDLE_NULL,
+                   rcv = DAT_HANDLE_NULL;
+    std::vector<std::unique_ptr<Buf>> bufs;
+    std::vector<DAT_EP_HANDLE> eps;
+
+    void open() {
+        ASSERT_EQ(dat_ia_open(const_cast<char *>("softrnic"), 16, &async, &ia), DAT_SUCCESS);
+        ASSERT_EQ(dat_pz_create(ia, &pz), DAT_SUCCESS);
+        ASSERT_EQ(dat_evd_create(ia, 32, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &conn),
+                  DAT_SUCCESS);
+        ASSERT_EQ(dat_evd_create(ia, 32, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &cr), DAT_SUCCESS);
+        ASSERT_EQ(dat_evd_create(ia, 64, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &req), DAT_SUCCESS);
+        ASSERT_EQ(dat_evd_create(ia, 64, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &rcv), DAT_SUCCESS);
+    }
+    Buf *buf(size_t n, DAT_MEM_PRIV_FLAGS priv = DAT_MEM_PRIV_ALL_FLAG, uint8_t fill = 0) {
+        auto b = std::make_unique<Buf>();
+        b->v.assign(n, fill);
+        DAT_REGION_DESCRIPTION r{};
+        r.for_va = b->v.data();
+        DAT_VLEN rs = 0;
+        DAT_VADDR ra = 0;
+        EXPECT_EQ(dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, r, n, pz, priv, DAT_VA_TYPE_VA, &b->lmr,
+                                 &b->lctx, &b->rctx, &rs, &ra),
+                  DAT_SUCCESS);
+        bufs.push_back(std::move(b));
+        return bufs.back().get();
+    }
+    DAT_EP_HANDLE ep(const DAT_EP_ATTR *attr = nullptr, DAT_EVD_HANDLE connevd = nullptr) {
+        DAT_EP_HANDLE e = DAT_HANDLE_NULL;
+        EXPECT_EQ(dat_ep_create(ia, pz, rcv, req, connevd ? connevd : conn, attr, &e), DAT_SUCCESS);
+        eps.push_back(e);
+        return e;
+    }
+    void close() {
+        if (ia) {
+            EXPECT_EQ(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+        }
+        ia = DAT_HANDLE_NULL;
+    }
+};
+
+DAT_EVENT wait_event(DAT_EVD_HANDLE evd, DAT_TIMEOUT to = kWait) {
+    DAT_EVENT e{};
+    DAT_COUNT n = 0;
+    EXPECT_EQ(dat_evd_wait(evd, to, 1, &e, &n), DAT_SUCCESS);
+    return e;
+}
+
+sockaddr_in loopback() {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
+DAT_DTO_COOKIE cookie(uint64_t v) {
+    DAT_DTO_COOKIE c;
+    c.as_64 = v;
+    return c;
+}
+
+class DaplProvider : public ::testing::Test {
+  protected:
+    Side srv, cli;
+    DAT_PSP_HANDLE psp = DAT_HANDLE_NULL;
+    DAT_CONN_QUAL qual = 0;
+
+    void SetUp() override {
+        srv.open();
+        cli.open();
+        ASSERT_EQ(dat_psp_create_any(srv.ia, &qual, srv.cr, DAT_PSP_CONSUMER_FLAG, &psp),
+                  DAT_SUCCESS);
+    }
+    void TearDown() override {
+        srv.close();
+        cli.close();
+    }
+    // Connects cli_ep to a fresh server EP; returns the server EP.
+    DAT_EP_HANDLE connect(DAT_EP_HANDLE cep, DAT_EP_HANDLE sep = nullptr, const void *pd = nullptr,
+                          DAT_COUNT pdn = 0) {
+        if (!sep) sep = srv.ep();
+        sockaddr_in a = loopback();
+        EXPECT_EQ(
+            dat_ep_connect(cep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&a), qual, kWait, pdn,
+                           const_cast<void *>(pd), DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+            DAT_SUCCESS);
+        DAT_EVENT e = wait_event(srv.cr);
+        EXPECT_EQ(e.event_number, DAT_CONNECTION_REQUEST_EVENT);
+        EXPECT_EQ(dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, sep, 0, nullptr),
+                  DAT_SUCCESS);
+        EXPECT_EQ(wait_event(cli.conn).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+        EXPECT_EQ(wait_event(srv.conn).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+        return sep;
+    }
+    static DAT_EP_STATE state(DAT_EP_HANDLE ep) {
+        DAT_EP_STATE s{};
+        EXPECT_EQ(dat_ep_get_status(ep, &s, nullptr, nullptr), DAT_SUCCESS);
+        return s;
+    }
+};
+
+// ---------------------------------------------------------------------------- IA
+
+TEST(DaplIa, C01_OpenUnregisteredNameIsProviderNotFound_L2092) {
+    DAT_IA_HANDLE ia{};
+    DAT_EVD_HANDLE evd = DAT_HANDLE_NULL;
+    EXPECT_EQ(T(dat_ia_open(const_cast<char *>("no-such-ia"), 8, &evd, &ia)),
+              DAT_PROVIDER_NOT_FOUND);
+}
+
+TEST(DaplIa, C02_OpenCreatesAsyncEvd_L2067) {
+    DAT_IA_HANDLE ia{};
+    DAT_EVD_HANDLE evd = DAT_HANDLE_NULL;
+    ASSERT_EQ(dat_ia_open(const_cast<char *>("softrnic"), 12, &evd, &ia), DAT_SUCCESS);
+    ASSERT_NE(evd, DAT_HANDLE_NULL);
+    DAT_EVD_PARAM p{};
+    ASSERT_EQ(dat_evd_query(evd, DAT_EVD_FIELD_ALL, &p), DAT_SUCCESS);
+    EXPECT_GE(p.evd_qlen, 12);
+    EXPECT_TRUE(p.evd_flags & DAT_EVD_ASYNC_FLAG);
+    // ia_query: real IPv4 address, provider version 2.0, thread safety as registered.
+    DAT_IA_ATTR ia_attr{};
+    DAT_PROVIDER_ATTR pa{};
+    ASSERT_EQ(dat_ia_query(ia, nullptr, DAT_IA_ALL, &ia_attr, DAT_PROVIDER_FIELD_ALL, &pa),
+              DAT_SUCCESS);
+    ASSERT_NE(ia_attr.ia_address_ptr, nullptr);
+    EXPECT_EQ(ia_attr.ia_address_ptr->sa_family, AF_INET);
+    EXPECT_EQ(reinterpret_cast<sockaddr_in *>(ia_attr.ia_address_ptr)->sin_addr.s_addr,
+              htonl(INADDR_LOOPBACK));
+    EXPECT_EQ(pa.dapl_version_major, 2u);
+    EXPECT_EQ(pa.dapl_version_minor, 0u);
+    EXPECT_EQ(pa.is_thread_safe, DAT_FALSE);
+    EXPECT_EQ(ia_attr.extension_supported, DAT_EXTENSION_NONE);
+    EXPECT_GE(pa.max_private_data_size, 64);
+    EXPECT_EQ(dat_ia_close(ia, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+}
+
+TEST(DaplIa, C03_GracefulCloseWithLivePzIsInvalidState_L2152) {
+    DAT_IA_HANDLE ia{};
+    DAT_EVD_HANDLE evd = DAT_HANDLE_NULL;
+    ASSERT_EQ(dat_ia_open(const_cast<char *>("softrnic"), 8, &evd, &ia), DAT_SUCCESS);
+    DAT_PZ_HANDLE pz{};
+    ASSERT_EQ(dat_pz_create(ia, &pz), DAT_SUCCESS);
+    EXPECT_EQ(T(dat_ia_close(ia, DAT_CLOSE_GRACEFUL_FLAG)), DAT_INVALID_STATE);
+    DAT_PZ_HANDLE pz2{};
+    EXPECT_EQ(dat_pz_create(ia, &pz2), DAT_SUCCESS);  // still usable
+    EXPECT_EQ(dat_pz_free(pz2), DAT_SUCCESS);
+    EXPECT_EQ(dat_pz_free(pz), DAT_SUCCESS);
+    EXPECT_EQ(dat_ia_close(ia, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+}
+
+TEST(DaplIa, C04_AbruptCloseAbortsWaiters_L2149_L2912) {
+    Side s;
+    s.open();
+    DAT_CNO_HANDLE cno{};
+    ASSERT_EQ(dat_cno_create(s.ia, DAT_OS_WAIT_PROXY_AGENT_NULL, &cno), DAT_SUCCESS);
+    DAT_EVD_HANDLE evd2{};
+    ASSERT_EQ(dat_evd_create(s.ia, 4, cno, DAT_EVD_SOFTWARE_FLAG, &evd2), DAT_SUCCESS);
+    s.buf(4096);
+    s.ep();
+    std::atomic<DAT_RETURN> wr{DAT_SUCCESS}, cr{~0u};
+    std::atomic<DAT_EVD_HANDLE> cno_evd{reinterpret_cast<DAT_EVD_HANDLE>(1)};
+    std::thread waiter([&] {
+        DAT_EVENT e;
+        DAT_COUNT n;
+        wr = dat_evd_wait(s.rcv, DAT_TIMEOUT_INFINITE, 1, &e, &n);
+    });
+    std::thread cwaiter([&] {
+        DAT_EVD_HANDLE h = reinterpret_cast<DAT_EVD_HANDLE>(1);
+        cr = dat_cno_wait(cno, DAT_TIMEOUT_INFINITE, &h);
+        cno_evd = h;
+    });
+    std::this_thread::sleep_for(200ms);
+    EXPECT_EQ(dat_ia_close(s.ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+    s.ia = DAT_HANDLE_NULL;
+    waiter.join();
+    cwaiter.join();
+    EXPECT_EQ(T(wr.load()), DAT_ABORT);
+    EXPECT_EQ(cno_evd.load(), DAT_HANDLE_NULL);
+}
+
+TEST_F(DaplProvider, C05_ConsumerContextNullThenRoundTrips_L2555) {
+    Buf *b = cli.buf(64);
+    DAT_EP_HANDLE ep = cli.ep();
+    DAT_RMR_HANDLE rmr{};
+    ASSERT_EQ(dat_rmr_create(cli.pz, &rmr), DAT_SUCCESS);
+    DAT_CNO_HANDLE cno{};
+    ASSERT_EQ(dat_cno_create(cli.ia, DAT_OS_WAIT_PROXY_AGENT_NULL, &cno), DAT_SUCCESS);
+    for (DAT_HANDLE h :
+         {DAT_HANDLE(cli.ia), DAT_HANDLE(cli.pz), DAT_HANDLE(cli.conn), DAT_HANDLE(ep),
+          DAT_HANDLE(b->lmr), DAT_HANDLE(rmr), DAT_HANDLE(cno), DAT_HANDLE(psp)}) {
+        DAT_CONTEXT c;
+        c.as_64 = 77;
+        ASSERT_EQ(dat_get_consumer_context(h, &c), DAT_SUCCESS);
+        EXPECT_EQ(c.as_ptr, nullptr);
+        c.as_64 = reinterpret_cast<uintptr_t>(h) ^ 0x5A5A;
+        ASSERT_EQ(dat_set_consumer_context(h, c), DAT_SUCCESS);
+        DAT_CONTEXT back{};
+        ASSERT_EQ(dat_get_consumer_context(h, &back), DAT_SUCCESS);
+        EXPECT_EQ(back.as_64, c.as_64);
+    }
+}
+
+TEST_F(DaplProvider, C06_GetHandleType_L2644) {
+    Buf *b = cli.buf(64);
+    DAT_EP_HANDLE ep = cli.ep();
+    DAT_RMR_HANDLE rmr{};
+    ASSERT_EQ(dat_rmr_create(cli.pz, &rmr), DAT_SUCCESS);
+    DAT_CNO_HANDLE cno{};
+    ASSERT_EQ(dat_cno_create(cli.ia, DAT_OS_WAIT_PROXY_AGENT_NULL, &cno), DAT_SUCCESS);
+    DAT_SRQ_ATTR sa{8, 1, 0};
+    DAT_SRQ_HANDLE srq{};
+    ASSERT_EQ(dat_srq_create(cli.ia, cli.pz, &sa, &srq), DAT_SUCCESS);
+    DAT_EP_HANDLE rep = srv.ep();
+    DAT_RSP_HANDLE rsp{};
+    DAT_CONN_QUAL rq = 0;
+    {  // a free port for the RSP
+        DAT_PSP_HANDLE p{};
+        ASSERT_EQ(dat_psp_create_any(srv.ia, &rq, srv.cr, DAT_PSP_CONSUMER_FLAG, &p), DAT_SUCCESS);
+        ASSERT_EQ(dat_psp_free(p), DAT_SUCCESS);
+    }
+    ASSERT_EQ(dat_rsp_create(srv.ia, rq, rep, srv.cr, &rsp), DAT_SUCCESS);
+    struct {
+        DAT_HANDLE h;
+        DAT_HANDLE_TYPE t;
+    } cases[] = {{cli.ia, DAT_HANDLE_TYPE_IA},    {cli.pz, DAT_HANDLE_TYPE_PZ},
+                 {cli.conn, DAT_HANDLE_TYPE_EVD}, {cno, DAT_HANDLE_TYPE_CNO},
+                 {ep, DAT_HANDLE_TYPE_EP},        {psp, DAT_HANDLE_TYPE_PSP},
+                 {rsp, DAT_HANDLE_TYPE_RSP},      {b->lmr, DAT_HANDLE_TYPE_LMR},
+                 {rmr, DAT_HANDLE_TYPE_RMR},      {srq, DAT_HANDLE_TYPE_SRQ}};
+    for (auto &c : cases) {
+        DAT_HANDLE_TYPE t{};
+        ASSERT_EQ(dat_get_handle_type(c.h, &t), DAT_SUCCESS);
+        EXPECT_EQ(t, c.t);
+    }
+    // CR: from a live request.
+    DAT_EP_HANDLE cep = cli.ep();
+    sockaddr_in a = loopback();
+    ASSERT_EQ(dat_ep_connect(cep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&a), qual, kWait, 0, nullptr,
+                             DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+              DAT_SUCCESS);
+    DAT_EVENT e = wait_event(srv.cr);
+    DAT_HANDLE_TYPE t{};
+    ASSERT_EQ(dat_get_handle_type(e.event_data.cr_arrival_event_data.cr_handle, &t), DAT_SUCCESS);
+    EXPECT_EQ(t, DAT_HANDLE_TYPE_CR);
+    EXPECT_EQ(dat_cr_reject(e.event_data.cr_arrival_event_data.cr_handle, 0, nullptr), DAT_SUCCESS);
+    // CSP: not offered (MODEL_NOT_SUPPORTED, digest 2.3).
+    DAT_CSP_HANDLE csp{};
+    DAT_COMM comm{AF_INET, SOCK_STREAM, 0};
+    EXPECT_EQ(
+        T(dat_csp_create(cli.ia, &comm, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&a), cli.cr, &csp)),
+        DAT_MODEL_NOT_SUPPORTED);
+}
+
+// ---------------------------------------------------------------------------- EVD
+
+TEST_F(DaplProvider, C07_NewEvdEnabledAndWaitable_L3330) {
+    DAT_EVD_PARAM p{};
+    ASSERT_EQ(dat_evd_query(cli.req, DAT_EVD_FIELD_ALL, &p), DAT_SUCCESS);
+    EXPECT_TRUE(p.evd_state & DAT_EVD_STATE_ENABLED);
+    EXPECT_TRUE(p.evd_state & DAT_EVD_STATE_WAITABLE);
+}
+
+TEST_F(DaplProvider, C08_DequeueEmptyIsQueueEmpty_L3806) {
+    DAT_EVENT e;
+    EXPECT_EQ(T(dat_evd_dequeue(cli.req, &e)), DAT_QUEUE_EMPTY);
+}
+
+DAT_EVD_HANDLE sw_evd(Side &s, DAT_COUNT qlen, DAT_CNO_HANDLE cno = DAT_HANDLE_NULL) {
+    DAT_EVD_HANDLE evd{};
+    EXPECT_EQ(dat_evd_create(s.ia, qlen, cno, DAT_EVD_SOFTWARE_FLAG, &evd), DAT_SUCCESS);
+    return evd;
+}
+DAT_RETURN post_se(DAT_EVD_HANDLE evd, void *p) {
+    DAT_EVENT e{};
+    e.event_number = DAT_SOFTWARE_EVENT;
+    e.event_data.software_event_data.pointer = p;
+    return dat_evd_post_se(evd, &e);
+}
+
+TEST_F(DaplProvider, C09_WaitTimeoutZeroBelowThreshold_L3697) {
+    DAT_EVD_HANDLE evd = sw_evd(cli, 8);
+    ASSERT_EQ(post_se(evd, this), DAT_SUCCESS);
+    DAT_EVENT e;
+    DAT_COUNT n = -1;
+    EXPECT_EQ(T(dat_evd_wait(evd, 0, 2, &e, &n)), DAT_TIMEOUT_EXPIRED);
+    EXPECT_EQ(n, 1);
+    EXPECT_EQ(dat_evd_dequeue(evd, &e), DAT_SUCCESS);  // nothing was dequeued
+}
+
+TEST_F(DaplProvider, C10_ThresholdZeroOrAboveQlenInvalid_L3713) {
+    DAT_EVD_HANDLE evd = sw_evd(cli, 4);
+    DAT_EVENT e;
+    DAT_COUNT n;
+    EXPECT_EQ(T(dat_evd_wait(evd, 0, 0, &e, &n)), DAT_INVALID_PARAMETER);
+    EXPECT_EQ(T(dat_evd_wait(evd, 0, 5, &e, &n)), DAT_INVALID_PARAMETER);
+}
+
+TEST_F(DaplProvider, C11_ThresholdWithUnsignalledEpIsInvalidState_L3717) {
+    DAT_EP_ATTR a{};
+    a.service_type = DAT_SERVICE_TYPE_RC;
+    a.max_message_size = 4096;
+    a.max_rdma_size = 4096;
+    a.max_recv_dtos = 8;
+    a.max_request_dtos = 8;
+    a.max_recv_iov = 1;
+    a.max_request_iov = 1;
+    a.max_rdma_read_iov = 1;
+    a.max_rdma_write_iov = 1;
+    a.request_completion_flags = DAT_COMPLETION_UNSIGNALLED_FLAG;
+    cli.ep(&a);
+    DAT_EVENT e;
+    DAT_COUNT n;
+    EXPECT_EQ(T(dat_evd_wait(cli.req, 0, 2, &e, &n)), DAT_INVALID_STATE);
+}
+
+TEST_F(DaplProvider, C12_SecondWaiterOrDequeueIsInvalidState_L3683) {
+    DAT_EVD_HANDLE evd = sw_evd(cli, 4);
+    std::thread a([&] {
+        DAT_EVENT e;
+        DAT_COUNT n;
+        EXPECT_EQ(dat_evd_wait(evd, kWait, 1, &e, &n), DAT_SUCCESS);
+    });
+    std::this_thread::sleep_for(200ms);
+    DAT_EVENT e;
+    DAT_COUNT n;
+    EXPECT_EQ(T(dat_evd_wait(evd, 0, 1, &e, &n)), DAT_INVALID_STATE);
+    EXPECT_EQ(T(dat_evd_dequeue(evd, &e)), DAT_INVALID_STATE);
+    EXPECT_EQ(post_se(evd, this), DAT_SUCCESS);  // the unblock idiom (L3751)
+    a.join();
+}
+
+TEST_F(DaplProvider, C13_SetUnwaitableWakesWaiter_L3554) {
+    DAT_EVD_HANDLE evd = sw_evd(cli, 4);
+    std::atomic<DAT_RETURN> r{DAT_SUCCESS};
+    std::thread a([&] {
+        DAT_EVENT e;
+        DAT_COUNT n;
+        r = dat_evd_wait(evd, DAT_TIMEOUT_INFINITE, 1, &e, &n);
+    });
+    std::this_thread::sleep_for(200ms);
+    ASSERT_EQ(dat_evd_set_unwaitable(evd), DAT_SUCCESS);
+    a.join();
+    EXPECT_EQ(T(r.load()), DAT_INVALID_STATE);
+    DAT_EVENT e;
+    DAT_COUNT n;
+    EXPECT_EQ(T(dat_evd_wait(evd, 0, 1, &e, &n)), DAT_INVALID_STATE);
+    ASSERT_EQ(post_se(evd, this), DAT_SUCCESS);
+    EXPECT_EQ(dat_evd_dequeue(evd, &e), DAT_SUCCESS);  // dequeue still works
+    ASSERT_EQ(dat_evd_clear_unwaitable(evd), DAT_SUCCESS);
+    ASSERT_EQ(post_se(evd, this), DAT_SUCCESS);
+    EXPECT_EQ(dat_evd_wait(evd, 0, 1, &e, &n), DAT_SUCCESS);
+}
+
+TEST_F(DaplProvider, C14_PostSeOnFullEvdIsQueueFullNoOverflow_L3848) {
+    DAT_EVD_HANDLE evd = sw_evd(cli, 2);
+    ASSERT_EQ(post_se(evd, this), DAT_SUCCESS);
+    ASSERT_EQ(post_se(evd, this), DAT_SUCCESS);
+    EXPECT_EQ(T(post_se(evd, this)), DAT_QUEUE_FULL);
+    DAT_EVENT e;
+    EXPECT_EQ(T(dat_evd_dequeue(cli.async, &e)), DAT_QUEUE_EMPTY);
+}
+
+TEST_F(DaplProvider, C15_SoftwareEventRoundTrip_L3825) {
+    DAT_EVD_HANDLE evd = sw_evd(cli, 2);
+    int token = 0;
+    ASSERT_EQ(post_se(evd, &token), DAT_SUCCESS);
+    DAT_EVENT e = wait_event(evd);
+    EXPECT_EQ(e.event_number, DAT_SOFTWARE_EVENT);
+    EXPECT_EQ(e.event_data.software_event_data.pointer, &token);
+    EXPECT_EQ(e.evd_handle, evd);
+}
+
+TEST_F(DaplProvider, C16_EvdFreeWhileAttachedIsInvalidState_L3375) {
+    DAT_EVD_HANDLE r{}, q{}, c{};
+    ASSERT_EQ(dat_evd_create(cli.ia, 8, nullptr, DAT_EVD_DTO_FLAG, &r), DAT_SUCCESS);
+    ASSERT_EQ(dat_evd_create(cli.ia, 8, nullptr, DAT_EVD_DTO_FLAG, &q), DAT_SUCCESS);
+    ASSERT_EQ(dat_evd_create(cli.ia, 8, nullptr, DAT_EVD_CONNECTION_FLAG, &c), DAT_SUCCESS);
+    DAT_EP_HANDLE ep{};
+    ASSERT_EQ(dat_ep_create(cli.ia, cli.pz, r, q, c, nullptr, &ep), DAT_SUCCESS);
+    EXPECT_EQ(T(dat_evd_free(r)), DAT_INVALID_STATE);
+    ASSERT_EQ(dat_ep_free(ep), DAT_SUCCESS);
+    EXPECT_EQ(dat_evd_free(r), DAT_SUCCESS);
+    EXPECT_EQ(dat_evd_free(q), DAT_SUCCESS);
+    EXPECT_EQ(dat_evd_free(c), DAT_SUCCESS);
+}
+
+TEST_F(DaplProvider, C17_ResizeBelowQueuedIsInvalidState_L3612) {
+    DAT_EVD_HANDLE evd = sw_evd(cli, 8);
+    for (int i = 0; i < 3; ++i)
+        ASSERT_EQ(post_se(evd, this), DAT_SUCCESS);
+    EXPECT_EQ(T(dat_evd_resize(evd, 2)), DAT_INVALID_STATE);
+    DAT_EVENT e;
+    for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(dat_evd_dequeue(evd, &e), DAT_SUCCESS);
+    EXPECT_EQ(dat_evd_resize(evd, 16), DAT_SUCCESS);
+}
+
+// ---------------------------------------------------------------------------- CNO
+
+TEST_F(DaplProvider, C18_CnoFreeWhileReferencedIsInvalidState_L3064) {
+    DAT_CNO_HANDLE cno{};
+    ASSERT_EQ(dat_cno_create(cli.ia, DAT_OS_WAIT_PROXY_AGENT_NULL, &cno), DAT_SUCCESS);
+    DAT_EVD_HANDLE evd = sw_evd(cli, 4, cno);
+    EXPECT_EQ(T(dat_cno_free(cno)), DAT_INVALID_STATE);
+    ASSERT_EQ(dat_evd_free(evd), DAT_SUCCESS);
+    EXPECT_EQ(dat_cno_free(cno), DAT_SUCCESS);
+}
+
+TEST_F(DaplProvider, C19_CnoWaitReturnsEvdOrTimesOut_L3129_L3143) {
+    DAT_CNO_HANDLE cno{};
+    ASSERT_EQ(dat_cno_create(cli.ia, DAT_OS_WAIT_PROXY_AGENT_NULL, &cno), DAT_SUCCESS);
+    DAT_EVD_HANDLE evd = sw_evd(cli, 4, cno);
+    DAT_EVD_HANDLE got = DAT_HANDLE_NULL;
+    EXPECT_EQ(T(dat_cno_wait(cno, 1000, &got)), DAT_QUEUE_EMPTY);
+    EXPECT_EQ(got, DAT_HANDLE_NULL);
+    ASSERT_EQ(post_se(evd, this), DAT_SUCCESS);
+    EXPECT_EQ(dat_cno_wait(cno, kWait, &got), DAT_SUCCESS);
+    EXPECT_EQ(got, evd);
+}
+
+TEST_F(DaplProvider, C20_CnoNotTriggeredByWaitedOrDisabledEvd_L2767_L3524) {
+    DAT_CNO_HANDLE cno{};
+    ASSERT_EQ(dat_cno_create(cli.ia, DAT_OS_WAIT_PROXY_AGENT_NULL, &cno), DAT_SUCCESS);
+    DAT_EVD_HANDLE evd = sw_evd(cli, 4, cno);
+    std::thread a([&] {
+        DAT_EVENT e;
+        DAT_COUNT n;
+        EXPECT_EQ(dat_evd_wait(evd, kWait, 1, &e, &n), DAT_SUCCESS);
+    });
+    std::this_thread::sleep_for(200ms);
+    ASSERT_EQ(post_se(evd, this), DAT_SUCCESS);
+    a.join();
+    DAT_EVD_HANDLE got{};
+    EXPECT_EQ(T(dat_cno_wait(cno, 1000, &got)), DAT_QUEUE_EMPTY);
+    ASSERT_EQ(dat_evd_disable(evd), DAT_SUCCESS);
+    ASSERT_EQ(post_se(evd, this), DAT_SUCCESS);
+    EXPECT_EQ(T(dat_cno_wait(cno, 1000, &got)), DAT_QUEUE_EMPTY);
+    DAT_EVENT e;
+    EXPECT_EQ(dat_evd_dequeue(evd, &e), DAT_SUCCESS);  // a disabled EVD still queues
+}
+
+// ---------------------------------------------------------------------------- PSP / EP
+
+TEST_F(DaplProvider, C21_SecondPspOnSameQualIsInUse_L3951) {
+    DAT_PSP_HANDLE p2{};
+    EXPECT_EQ(T(dat_psp_create(srv.ia, qual, srv.cr, DAT_PSP_CONSUMER_FLAG, &p2)),
+              DAT_CONN_QUAL_IN_USE);
+}
+
+TEST_F(DaplProvider, C22_PspCreateAnyReturnsUsedQualifier_L4111) {
+    DAT_CONN_QUAL q = 0;
+    DAT_PSP_HANDLE p{}, p2{};
+    ASSERT_EQ(dat_psp_create_any(cli.ia, &q, cli.cr, DAT_PSP_CONSUMER_FLAG, &p), DAT_SUCCESS);
+    EXPECT_NE(q, 0u);
+    EXPECT_EQ(T(dat_psp_create(cli.ia, q, cli.cr, DAT_PSP_CONSUMER_FLAG, &p2)),
+              DAT_CONN_QUAL_IN_USE);
+    DAT_PSP_PARAM pp{};
+    ASSERT_EQ(dat_psp_query(p, DAT_PSP_FIELD_ALL, &pp), DAT_SUCCESS);
+    EXPECT_EQ(pp.conn_qual, q);
+}
+
+TEST_F(DaplProvider, C23_EpCreateUnconnectedAttrsHonoured_L5554_L5568) {
+    DAT_EP_ATTR a{};
+    a.service_type = DAT_SERVICE_TYPE_RC;
+    a.max_message_size = 8192;
+    a.max_rdma_size = 8192;
+    a.max_recv_dtos = 7;
+    a.max_request_dtos = 9;
+    a.max_recv_iov = 2;
+    a.max_request_iov = 3;
+    a.max_rdma_read_in = 2;
+    a.max_rdma_read_out = 2;
+    a.max_rdma_read_iov = 1;
+    a.max_rdma_write_iov = 2;
+    DAT_EP_HANDLE ep = cli.ep(&a);
+    EXPECT_EQ(state(ep), DAT_EP_STATE_UNCONNECTED);
+    DAT_EP_PARAM p{};
+    ASSERT_EQ(dat_ep_query(ep, DAT_EP_FIELD_ALL, &p), DAT_SUCCESS);
+    EXPECT_GE(p.ep_attr.max_recv_dtos, 7);
+    EXPECT_GE(p.ep_attr.max_request_dtos, 9);
+    EXPECT_GE(p.ep_attr.max_recv_iov, 2);
+    EXPECT_EQ(p.ep_attr.max_message_size, 8192u);
+    EXPECT_EQ(p.ep_attr.max_rdma_read_in, 2);
+    EXPECT_EQ(p.ep_state, DAT_EP_STATE_UNCONNECTED);
+}
+
+TEST_F(DaplProvider, C24_ConnectArgumentAndStateChecks_L6543) {
+    DAT_EP_HANDLE ep = cli.ep();
+    sockaddr_in a = loopback();
+    auto addr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(&a);
+    EXPECT_EQ(T(dat_ep_connect(ep, addr, qual, 0, 0, nullptr, DAT_QOS_BEST_EFFORT,
+                               DAT_CONNECT_DEFAULT_FLAG)),
+              DAT_INVALID_PARAMETER);
+    DAT_EP_HANDLE bare{};
+    ASSERT_EQ(dat_ep_create(cli.ia, cli.pz, nullptr, nullptr, nullptr, nullptr, &bare),
+              DAT_SUCCESS);
+    EXPECT_EQ(state(bare), DAT_EP_STATE_UNCONFIGURED_UNCONNECTED);
+    EXPECT_EQ(T(dat_ep_connect(bare, addr, qual, kWait, 0, nullptr, DAT_QOS_BEST_EFFORT,
+                               DAT_CONNECT_DEFAULT_FLAG)),
+              DAT_INVALID_STATE);
+    connect(ep);
+    EXPECT_EQ(T(dat_ep_connect(ep, addr, qual, kWait, 0, nullptr, DAT_QOS_BEST_EFFORT,
+                               DAT_CONNECT_DEFAULT_FLAG)),
+              DAT_INVALID_STATE);
+}
+
+TEST_F(DaplProvider, C25_PrivateDataTooLongIsInvalidParameter_L3673) {
+    DAT_IA_ATTR ia{};
+    DAT_PROVIDER_ATTR pa{};
+    ASSERT_EQ(dat_ia_query(cli.ia, nullptr, 0, &ia, DAT_PROVIDER_FIELD_ALL, &pa), DAT_SUCCESS);
+    std::vector<uint8_t> pd(size_t(pa.max_private_data_size) + 1, 1);
+    DAT_EP_HANDLE ep = cli.ep();
+    sockaddr_in a = loopback();
+    EXPECT_EQ(T(dat_ep_connect(ep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&a), qual, kWait,
+                               DAT_COUNT(pd.size()), pd.data(), DAT_QOS_BEST_EFFORT,
+                               DAT_CONNECT_DEFAULT_FLAG)),
+              DAT_INVALID_PARAMETER);
+    EXPECT_EQ(state(ep), DAT_EP_STATE_UNCONNECTED);
+}
+
+TEST_F(DaplProvider, C26_NoListenerIsNonPeerRejectedAndFlushes_L6506_L5245) {
+    DAT_EP_HANDLE ep = cli.ep();
+    Buf *b = cli.buf(256);
+    DAT_LMR_TRIPLET t = b->iov();
+    ASSERT_EQ(dat_ep_post_recv(ep, 1, &t, cookie(42), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    DAT_PSP_HANDLE p{};
+    DAT_CONN_QUAL dead = 0;
+    ASSERT_EQ(dat_psp_create_any(srv.ia, &dead, srv.cr, DAT_PSP_CONSUMER_FLAG, &p), DAT_SUCCESS);
+    ASSERT_EQ(dat_psp_free(p), DAT_SUCCESS);
+    sockaddr_in a = loopback();
+    ASSERT_EQ(dat_ep_connect(ep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&a), dead, kWait, 0, nullptr,
+                             DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+              DAT_SUCCESS);
+    EXPECT_EQ(wait_event(cli.conn).event_number, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+    EXPECT_EQ(state(ep), DAT_EP_STATE_DISCONNECTED);
+    DAT_EVENT e = wait_event(cli.rcv);
+    EXPECT_EQ(e.event_data.dto_completion_event_data.status, DAT_DTO_ERR_FLUSHED);
+    EXPECT_EQ(e.event_data.dto_completion_event_data.user_cookie.as_64, 42u);
+}
+
+TEST_F(DaplProvider, C27_FullHandshakeCarriesPrivateData_L3660_L4612) {
+    DAT_EP_HANDLE cep = cli.ep();
+    DAT_EP_HANDLE sep = srv.ep();
+    const char req_pd[] = "hello from the active side\x00\x01\x02";
+    const char acc_pd[] = "accepted!";
+    sockaddr_in a = loopback();
+    ASSERT_EQ(
+        dat_ep_connect(cep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&a), qual, kWait, sizeof req_pd,
+                       const_cast<char *>(req_pd), DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+        DAT_SUCCESS);
+    EXPECT_EQ(state(cep), DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
+    DAT_EVENT e = wait_event(srv.cr);
+    ASSERT_EQ(e.event_number, DAT_CONNECTION_REQUEST_EVENT);
+    EXPECT_EQ(e.event_data.cr_arrival_event_data.conn_qual, qual);
+    EXPECT_EQ(e.event_data.cr_arrival_event_data.sp_handle.psp_handle, psp);
+    DAT_CR_PARAM cp{};
+    DAT_CR_HANDLE cr = e.event_data.cr_arrival_event_data.cr_handle;
+    ASSERT_EQ(dat_cr_query(cr, DAT_CR_FIELD_ALL, &cp), DAT_SUCCESS);
+    ASSERT_EQ(cp.private_data_size, DAT_COUNT(sizeof req_pd));
+    EXPECT_EQ(std::memcmp(cp.private_data, req_pd, sizeof req_pd), 0);
+    ASSERT_EQ(dat_cr_accept(cr, sep, sizeof acc_pd, const_cast<char *>(acc_pd)), DAT_SUCCESS);
+    DAT_EVENT ce = wait_event(cli.conn);
+    ASSERT_EQ(ce.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+    EXPECT_EQ(ce.event_data.connect_event_data.ep_handle, cep);
+    ASSERT_EQ(ce.event_data.connect_event_data.private_data_size, DAT_COUNT(sizeof acc_pd));
+    EXPECT_EQ(std::memcmp(ce.event_data.connect_event_data.private_data, acc_pd, sizeof acc_pd), 0);
+    DAT_EVENT se = wait_event(srv.conn);
+    ASSERT_EQ(se.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+    EXPECT_EQ(se.event_data.connect_event_data.private_data_size, 0);
+    EXPECT_EQ(state(cep), DAT_EP_STATE_CONNECTED);
+    EXPECT_EQ(state(sep), DAT_EP_STATE_CONNECTED);
+}
+
+TEST_F(DaplProvider, C28_RejectGivesPeerRejectedAndKillsCr_L6524_L4744) {
+    DAT_EP_HANDLE cep = cli.ep();
+    sockaddr_in a = loopback();
+    ASSERT_EQ(dat_ep_connect(cep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&a), qual, kWait, 0, nullptr,
+                             DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+              DAT_SUCCESS);
+    DAT_EVENT e = wait_event(srv.cr);
+    DAT_CR_HANDLE cr = e.event_data.cr_arrival_event_data.cr_handle;
+    const char why[] = "no";
+    ASSERT_EQ(dat_cr_reject(cr, sizeof why, const_cast<char *>(why)), DAT_SUCCESS);
+    DAT_EVENT ce = wait_event(cli.conn);
+    EXPECT_EQ(ce.event_number, DAT_CONNECTION_EVENT_PEER_REJECTED);
+    EXPECT_EQ(state(cep), DAT_EP_STATE_DISCONNECTED);
+    DAT_CR_PARAM cp{};
+    EXPECT_EQ(T(dat_cr_query(cr, DAT_CR_FIELD_ALL, &cp)), DAT_INVALID_HANDLE);
+}
+
+TEST_F(DaplProvider, C29_RspOneShotAndReservedEpCannotBeFreed_L4414_L6011) {
+    DAT_EP_HANDLE rep = srv.ep();
+    DAT_CONN_QUAL rq = 0;
+    {  // a free port for the RSP
+        DAT_PSP_HANDLE p{};
+        ASSERT_EQ(dat_psp_create_any(srv.ia, &rq, srv.cr, DAT_PSP_CONSUMER_FLAG, &p), DAT_SUCCESS);
+        ASSERT_EQ(dat_psp_free(p), DAT_SUCCESS);
+    }
+    DAT_RSP_HANDLE rsp{};
+    ASSERT_EQ(dat_rsp_create(srv.ia, rq, rep, srv.cr, &rsp), DAT_SUCCESS);
+    EXPECT_EQ(state(rep), DAT_EP_STATE_RESERVED);
+    EXPECT_EQ(T(dat_ep_free(rep)), DAT_INVALID_STATE);
+    sockaddr_in a = loopback();
+    DAT_EP_HANDLE c1 = cli.ep(), c2 = cli.ep();
+    ASSERT_EQ(dat_ep_connect(c1, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&a), rq, kWait, 0, nullptr,
+                             DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+              DAT_SUCCESS);
+    DAT_EVENT e = wait_event(srv.cr);
+    ASSERT_EQ(e.event_number, DAT_CONNECTION_REQUEST_EVENT);
+    EXPECT_EQ(e.event_data.cr_arrival_event_data.sp_handle.rsp_handle, rsp);
+    EXPECT_EQ(state(rep), DAT_EP_STATE_PASSIVE_CONNECTION_PENDING);
+    EXPECT_EQ(T(dat_ep_free(rep)), DAT_INVALID_STATE);
+    DAT_CR_PARAM cp{};
+    ASSERT_EQ(dat_cr_query(e.event_data.cr_arrival_event_data.cr_handle, DAT_CR_FIELD_ALL, &cp),
+              DAT_SUCCESS);
+    EXPECT_EQ(cp.local_ep_handle, rep);
+    ASSERT_EQ(dat_ep_connect(c2, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&a), rq, kWait, 0, nullptr,
+                             DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+              DAT_SUCCESS);
+    EXPECT_EQ(wait_event(cli.conn).event_number, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+    ASSERT_EQ(
+        dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, DAT_HANDLE_NULL, 0, nullptr),
+        DAT_SUCCESS);
+    EXPECT_EQ(wait_event(cli.conn).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+    EXPECT_EQ(wait_event(srv.conn).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+    EXPECT_EQ(dat_rsp_free(rsp), DAT_SUCCESS);
+}
+
+TEST_F(DaplProvider, C30_DisconnectStateRules_L6946) {
+    DAT_EP_HANDLE ep = cli.ep();
+    EXPECT_EQ(T(dat_ep_disconnect(ep, DAT_CLOSE_ABRUPT_FLAG)), DAT_INVALID_STATE);
+    connect(ep);
+    ASSERT_EQ(dat_ep_disconnect(ep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+    EXPECT_EQ(wait_event(cli.conn).event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
+    EXPECT_EQ(dat_ep_disconnect(ep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);  // no-op
+    DAT_EVENT e;
+    EXPECT_EQ(T(dat_evd_dequeue(cli.conn, &e)), DAT_QUEUE_EMPTY);
+}
+
+TEST_F(DaplProvider, C31_ResetRules_L7044) {
+    DAT_EP_HANDLE ep = cli.ep();
+    EXPECT_EQ(dat_ep_reset(ep), DAT_SUCCESS);  // UNCONNECTED: no-op
+    DAT_EP_HANDLE sep = connect(ep);
+    EXPECT_EQ(T(dat_ep_reset(ep)), DAT_INVALID_STATE);
+    ASSERT_EQ(dat_ep_disconnect(ep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+    EXPECT_EQ(wait_event(cli.conn).event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
+    EXPECT_EQ(wait_event(srv.conn).event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
+    ASSERT_EQ(dat_ep_reset(ep), DAT_SUCCESS);
+    EXPECT_EQ(state(ep), DAT_EP_STATE_UNCONNECTED);
+    DAT_EVENT e;
+    EXPECT_EQ(T(dat_evd_dequeue(cli.conn, &e)), DAT_QUEUE_EMPTY);
+    // The EP connects again after the reset.
+    ASSERT_EQ(dat_ep_reset(sep), DAT_SUCCESS);
+    connect(ep);
+}
+
+TEST_F(DaplProvider, C32_PostStateRules_L7139_L7152_L7334) {
+    DAT_EP_HANDLE ep = cli.ep();
+    Buf *b = cli.buf(64);
+    DAT_LMR_TRIPLET t = b->iov();
+    EXPECT_EQ(T(dat_ep_post_send(ep, 1, &t, cookie(1), DAT_COMPLETION_DEFAULT_FLAG)),
+              DAT_INVALID_STATE);
+    EXPECT_EQ(dat_ep_post_recv(ep, 1, &t, cookie(2), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    connect(ep);
+    ASSERT_EQ(dat_ep_disconnect(ep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+    EXPECT_EQ(wait_event(cli.conn).event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
+    EXPECT_EQ(wait_event(cli.rcv).event_data.dto_completion_event_data.status, DAT_DTO_ERR_FLUSHED);
+    EXPECT_EQ(dat_ep_post_send(ep, 1, &t, cookie(3), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    DAT_EVENT e = wait_event(cli.req);
+    EXPECT_EQ(e.event_data.dto_completion_event_data.status, DAT_DTO_ERR_FLUSHED);
+    EXPECT_EQ(e.event_data.dto_completion_event_data.user_cookie.as_64, 3u);
+}
+
+// ---------------------------------------------------------------------------- data
+
+TEST_F(DaplProvider, C33_SendRecvCompletionFields_L7062_L1197) {
+    DAT_EP_HANDLE cep = cli.ep();
+    DAT_EP_HANDLE sep = srv.ep();
+    Buf *rb = srv.buf(4 * 1024);
+    for (int i = 0; i < 4; ++i) {
+        DAT_LMR_TRIPLET t = rb->iov(size_t(i) * 1024, 1024);
+        ASSERT_EQ(dat_ep_post_recv(sep, 1, &t, cookie(100 + i), DAT_COMPLETION_DEFAULT_FLAG),
+                  DAT_SUCCESS);
+    }
+    connect(cep, sep);
+    Buf *sb = cli.buf(1024);
+    for (int i = 0; i < 4; ++i) {
+        std::memset(sb->v.data(), 'a' + i, 1024);
+        DAT_LMR_TRIPLET t = sb->iov(0, size_t(100 + i));
+        ASSERT_EQ(dat_ep_post_send(cep, 1, &t, cookie(7 + i), DAT_COMPLETION_DEFAULT_FLAG),
+                  DAT_SUCCESS);
+        DAT_EVENT s = wait_event(cli.req);
+        EXPECT_EQ(s.event_data.dto_completion_event_data.operation, DAT_DTO_SEND);
+        EXPECT_EQ(s.event_data.dto_completion_event_data.user_cookie.as_64, uint64_t(7 + i));
+        EXPECT_EQ(s.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+    }
+    for (int i = 0; i < 4; ++i) {
+        DAT_EVENT r = wait_event(srv.rcv);
+        auto &d = r.event_data.dto_completion_event_data;
+        EXPECT_EQ(d.status, DAT_DTO_SUCCESS);
+        EXPECT_EQ(d.operation, DAT_DTO_RECEIVE);
+        EXPECT_EQ(d.user_cookie.as_64, uint64_t(100 + i));  // send order
+        EXPECT_EQ(d.transfered_length, uint32_t(100 + i));
+        EXPECT_EQ(d.ep_handle, sep);
+        EXPECT_EQ(rb->v[size_t(i) * 1024], uint8_t('a' + i));
+    }
+}
+
+TEST_F(DaplProvider, C34_ShortRecvIsLocalLengthAndBroken_L7324_L8505) {
+    DAT_EP_HANDLE cep = cli.ep();
+    DAT_EP_HANDLE sep = srv.ep();
+    Buf *rb = srv.buf(16);
+    DAT_LMR_TRIPLET t = rb->iov();
+    ASSERT_EQ(dat_ep_post_recv(sep, 1, &t, cookie(5), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    connect(cep, sep);
+    Buf *sb = cli.buf(64);
+    DAT_LMR_TRIPLET s = sb->iov();
+    ASSERT_EQ(dat_ep_post_send(cep, 1, &s, cookie(6), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    DAT_EVENT r = wait_event(srv.rcv);
+    EXPECT_EQ(r.event_data.dto_completion_event_data.status, DAT_DTO_ERR_LOCAL_LENGTH);
+    EXPECT_EQ(wait_event(srv.conn).event_number, DAT_CONNECTION_EVENT_BROKEN);
+    EXPECT_EQ(state(sep), DAT_EP_STATE_DISCONNECTED);
+}
+
+TEST_F(DaplProvider, C35_SuppressAndUnsignalledFlags_L8452_L7135) {
+    DAT_EP_HANDLE cep = cli.ep();
+    DAT_EP_HANDLE sep = srv.ep();
+    Buf *rb = srv.buf(64);
+    DAT_LMR_TRIPLET t = rb->iov();
+    ASSERT_EQ(dat_ep_post_recv(sep, 1, &t, cookie(1), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    ASSERT_EQ(dat_ep_post_recv(sep, 1, &t, cookie(2), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    connect(cep, sep);
+    Buf *sb = cli.buf(64);
+    DAT_LMR_TRIPLET s = sb->iov();
+    EXPECT_EQ(T(dat_ep_post_send(cep, 1, &s, cookie(9), DAT_COMPLETION_UNSIGNALLED_FLAG)),
+              DAT_INVALID_PARAMETER);
+    ASSERT_EQ(dat_ep_post_send(cep, 1, &s, cookie(10), DAT_COMPLETION_SUPPRESS_FLAG), DAT_SUCCESS);
+    EXPECT_EQ(wait_event(srv.rcv).event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+    ASSERT_EQ(dat_ep_post_send(cep, 1, &s, cookie(11), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    DAT_EVENT e = wait_event(cli.req);
+    EXPECT_EQ(e.event_data.dto_completion_event_data.user_cookie.as_64, 11u);  // 10 gave none
+}
+
+TEST_F(DaplProvider, C36_CompletionsPrecedeDisconnectedOnSharedEvd_L6941_L1567) {
+    DAT_EVD_HANDLE shared{};
+    ASSERT_EQ(dat_evd_create(cli.ia, 64, nullptr,
+                             static_cast<DAT_EVD_FLAGS>(DAT_EVD_DTO_FLAG | DAT_EVD_CONNECTION_FLAG),
+                             &shared),
+              DAT_SUCCESS);
+    DAT_EP_HANDLE cep{};
+    ASSERT_EQ(dat_ep_create(cli.ia, cli.pz, shared, shared, shared, nullptr, &cep), DAT_SUCCESS);
+    DAT_EP_HANDLE sep = srv.ep();
+    Buf *rb = srv.buf(64 * 8);
+    for (int i = 0; i < 8; ++i) {
+        DAT_LMR_TRIPLET t = rb->iov(size_t(i) * 64, 64);
+        ASSERT_EQ(dat_ep_post_recv(sep, 1, &t, cookie(i), DAT_COMPLETION_DEFAULT_FLAG),
+                  DAT_SUCCESS);
+    }
+    sockaddr_in a = loopback();
+    ASSERT_EQ(dat_ep_connect(cep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&a), qual, kWait, 0, nullptr,
+                             DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+              DAT_SUCCESS);
+    DAT_EVENT e = wait_event(srv.cr);
+    ASSERT_EQ(dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, sep, 0, nullptr),
+              DAT_SUCCESS);
+    EXPECT_EQ(wait_event(shared).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+    Buf *sb = cli.buf(64);
+    DAT_LMR_TRIPLET s = sb->iov();
+    for (int i = 0; i < 8; ++i)
+        ASSERT_EQ(dat_ep_post_send(cep, 1, &s, cookie(50 + i), DAT_COMPLETION_DEFAULT_FLAG),
+                  DAT_SUCCESS);
+    ASSERT_EQ(dat_ep_disconnect(cep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+    bool seen_disc = false;
+    int successes = 0;
+    for (int i = 0; i < 20 && !seen_disc; ++i) {
+        DAT_EVENT ev = wait_event(shared);
+        if (ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED) {
+            seen_disc = true;
+        } else {
+            ASSERT_EQ(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+            if (ev.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS) ++successes;
+        }
+    }
+    EXPECT_TRUE(seen_disc);
+    DAT_EVENT ev;
+    while (dat_evd_dequeue(shared, &ev) == DAT_SUCCESS)  // nothing successful after it
+        EXPECT_NE(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+    EXPECT_GT(successes, 0);
+}
+
+TEST_F(DaplProvider, C37_RdmaWriteVisibleWhenFollowingRecvCompletes_L1199) {
+    DAT_EP_HANDLE cep = cli.ep();
+    DAT_EP_HANDLE sep = srv.ep();
+    Buf *target = srv.buf(1 << 16);
+    Buf *rb = srv.buf(64);
+    DAT_LMR_TRIPLET t = rb->iov();
+    ASSERT_EQ(dat_ep_post_recv(sep, 1, &t, cookie(1), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    connect(cep, sep);
+    Buf *src = cli.buf(1 << 16);
+    for (size_t i = 0; i < src->v.size(); ++i)
+        src->v[i] = uint8_t(i * 7 + 3);
+    DAT_LMR_TRIPLET w = src->iov();
+    DAT_RMR_TRIPLET r = target->rmr();
+    ASSERT_EQ(dat_ep_post_rdma_write(cep, 1, &w, cookie(2), &r, DAT_COMPLETION_SUPPRESS_FLAG),
+              DAT_SUCCESS);
+    DAT_LMR_TRIPLET s = src->iov(0, 8);
+    ASSERT_EQ(dat_ep_post_send(cep, 1, &s, cookie(3), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    EXPECT_EQ(wait_event(srv.rcv).event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+    EXPECT_EQ(std::memcmp(src->v.data(), target->v.data(), src->v.size()), 0);
+    // And an RDMA read (two local segments) brings it back.
+    Buf *back = cli.buf(1 << 16);
+    DAT_LMR_TRIPLET two[2] = {back->iov(0, 1000), back->iov(1000)};
+    ASSERT_EQ(dat_ep_post_rdma_read(cep, 2, two, cookie(4), &r, DAT_COMPLETION_DEFAULT_FLAG),
+              DAT_SUCCESS);
+    DAT_EVENT ev;
+    do {
+        ev = wait_event(cli.req);
+    } while (ev.event_data.dto_completion_event_data.user_cookie.as_64 != 4u);
+    EXPECT_EQ(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+    EXPECT_EQ(ev.event_data.dto_completion_event_data.operation, DAT_DTO_RDMA_READ);
+    EXPECT_EQ(ev.event_data.dto_completion_event_data.transfered_length, uint32_t(1 << 16));
+    EXPECT_EQ(std::memcmp(back->v.data(), target->v.data(), back->v.size()), 0);
+}
+
+TEST_F(DaplProvider, C38_ZeroReadOutCompletesLocalProtection_L7417) {
+    DAT_EP_ATTR a{};
+    a.service_type = DAT_SERVICE_TYPE_RC;
+    a.max_message_size = 4096;
+    a.max_rdma_size = 4096;
+    a.max_recv_dtos = 8;
+    a.max_request_dtos = 8;
+    a.max_recv_iov = 1;
+    a.max_request_iov = 1;
+    a.max_rdma_read_iov = 1;
+    a.max_rdma_write_iov = 1;
+    a.max_rdma_read_in = 0;
+    a.max_rdma_read_out = 0;
+    DAT_EP_HANDLE cep = cli.ep(&a);
+    connect(cep);
+    Buf *target = srv.buf(64);
+    Buf *sink = cli.buf(64);
+    DAT_LMR_TRIPLET l = sink->iov();
+    DAT_RMR_TRIPLET r = target->rmr();
+    ASSERT_EQ(dat_ep_post_rdma_read(cep, 1, &l, cookie(8), &r, DAT_COMPLETION_DEFAULT_FLAG),
+              DAT_SUCCESS);
+    EXPECT_EQ(wait_event(cli.req).event_data.dto_completion_event_data.status,
+              DAT_DTO_ERR_LOCAL_PROTECTION);
+}
+
+TEST_F(DaplProvider, C39_WriteWithoutRemoteWriteIsRemoteAccessAndBroken_L7935_L8253) {
+    DAT_EP_HANDLE cep = cli.ep();
+    connect(cep);
+    Buf *ro = srv.buf(64, static_cast<DAT_MEM_PRIV_FLAGS>(DAT_MEM_PRIV_LOCAL_READ_FLAG |
+                                                          DAT_MEM_PRIV_REMOTE_READ_FLAG |
+                                                          DAT_MEM_PRIV_LOCAL_WRITE_FLAG));
+    Buf *src = cli.buf(64);
+    DAT_LMR_TRIPLET l = src->iov();
+    DAT_RMR_TRIPLET r = ro->rmr();
+    ASSERT_NE(r.rmr_context, 0u);
+    ASSERT_EQ(dat_ep_post_rdma_write(cep, 1, &l, cookie(9), &r, DAT_COMPLETION_DEFAULT_FLAG),
+              DAT_SUCCESS);
+    // Over TCP a write completes once its bytes are in the kernel, so the initiator may
+    // see SUCCESS (dto_async_return_guaranteed is FALSE, L8601) before the target's
+    // Terminate arrives; either way the connection breaks on both sides.
+    DAT_EVENT e = wait_event(cli.req);
+    auto st = e.event_data.dto_completion_event_data.status;
+    EXPECT_TRUE(st == DAT_DTO_ERR_REMOTE_ACCESS || st == DAT_DTO_SUCCESS) << st;
+    EXPECT_EQ(wait_event(cli.conn).event_number, DAT_CONNECTION_EVENT_BROKEN);
+    EXPECT_EQ(wait_event(srv.conn).event_number, DAT_CONNECTION_EVENT_BROKEN);
+    EXPECT_EQ(ro->v[0], 0);  // nothing was written
+}
+
+TEST_F(DaplProvider, C40_FreeRulesAndNoRemoteContextWithoutRemotePrivileges_L7933_L7716_L7853) {
+    Buf *local = cli.buf(64, static_cast<DAT_MEM_PRIV_FLAGS>(DAT_MEM_PRIV_LOCAL_READ_FLAG |
+                                                             DAT_MEM_PRIV_LOCAL_WRITE_FLAG));
+    EXPECT_EQ(local->rctx, 0u);
+    EXPECT_EQ(T(dat_pz_free(cli.pz)), DAT_INVALID_STATE);
+    DAT_EP_HANDLE cep = cli.ep();
+    connect(cep);
+    Buf *b = cli.buf(4096);
+    DAT_RMR_HANDLE rmr{};
+    ASSERT_EQ(dat_rmr_create(cli.pz, &rmr), DAT_SUCCESS);
+    DAT_LMR_TRIPLET t = b->iov(0, 1024);
+    DAT_RMR_CONTEXT ctx = 0;
+    DAT_RMR_COOKIE rc;
+    rc.as_64 = 0x77;
+    ASSERT_EQ(dat_rmr_bind(rmr, b->lmr, &t, DAT_MEM_PRIV_REMOTE_READ_FLAG, DAT_VA_TYPE_VA, cep, rc,
+                           DAT_COMPLETION_DEFAULT_FLAG, &ctx),
+              DAT_SUCCESS);
+    DAT_EVENT e = wait_event(cli.req);
+    EXPECT_EQ(e.event_number, DAT_RMR_BIND_COMPLETION_EVENT);
+    EXPECT_EQ(e.event_data.rmr_completion_event_data.user_cookie.as_64, 0x77u);
+    EXPECT_EQ(e.event_data.rmr_completion_event_data.status, DAT_RMR_BIND_SUCCESS);
+    EXPECT_EQ(T(dat_lmr_free(b->lmr)), DAT_INVALID_STATE);
+    // Extra (L8269): a zero-length bind unbinds; the LMR may then go.
+    DAT_LMR_TRIPLET zero{};
+    ASSERT_EQ(dat_rmr_bind(rmr, b->lmr, &zero, DAT_MEM_PRIV_NONE_FLAG, DAT_VA_TYPE_VA, cep, rc,
+                           DAT_COMPLETION_DEFAULT_FLAG, &ctx),
+              DAT_SUCCESS);
+    EXPECT_EQ(wait_event(cli.req).event_number, DAT_RMR_BIND_COMPLETION_EVENT);
+    EXPECT_EQ(dat_lmr_free(b->lmr), DAT_SUCCESS);
+    cli.bufs.back()->lmr = DAT_HANDLE_NULL;
+}
+
+// ---------------------------------------------------------------------------- extras
+
+TEST(DaplExtra, StrerrorSuccessAndBogus_L8858) {
+    const char *major = nullptr, *minor = nullptr;
+    EXPECT_EQ(dat_strerror(DAT_SUCCESS, &major, &minor), DAT_SUCCESS);
+    EXPECT_EQ(T(dat_strerror(0x3ABC0000u, &major, &minor)), DAT_INVALID_PARAMETER);
+}
+
+TEST(DaplExtra, ListProvidersWithTooSmallList_L9040) {
+    DAT_COUNT n = 0;
+    DAT_PROVIDER_INFO *list[1] = {nullptr};
+    EXPECT_EQ(T(dat_registry_list_providers(0, &n, list)), DAT_INVALID_PARAMETER);
+    EXPECT_EQ(n, 3);  // softrnic, softrnic-tcp, softrnic-shm
+}
+
+TEST_F(DaplProvider, ExtraSrqRules_L7336_L4893) {
+    DAT_SRQ_ATTR sa{16, 1, 0};
+    DAT_SRQ_HANDLE srq{};
+    ASSERT_EQ(dat_srq_create(srv.ia, srv.pz, &sa, &srq), DAT_SUCCESS);
+    DAT_EP_ATTR a{};
+    a.service_type = DAT_SERVICE_TYPE_RC;
+    a.max_message_size = 4096;
+    a.max_rdma_size = 4096;
+    a.max_recv_dtos = 16;
+    a.max_request_dtos = 8;
+    a.max_recv_iov = 1;
+    a.max_request_iov = 1;
+    a.max_rdma_read_iov = 1;
+    a.max_rdma_write_iov = 1;
+    DAT_EP_HANDLE sep{};
+    ASSERT_EQ(dat_ep_create_with_srq(srv.ia, srv.pz, srv.rcv, srv.req, srv.conn, srq, &a, &sep),
+              DAT_SUCCESS);
+    Buf *rb = srv.buf(256);
+    DAT_LMR_TRIPLET t = rb->iov(0, 128);
+    EXPECT_EQ(T(dat_ep_post_recv(sep, 1, &t, cookie(1), DAT_COMPLETION_DEFAULT_FLAG)),
+              DAT_INVALID_STATE);
+    EXPECT_EQ(T(dat_srq_free(srq)), DAT_INVALID_STATE);
+    ASSERT_EQ(dat_srq_post_recv(srq, 1, &t, cookie(21)), DAT_SUCCESS);
+    DAT_EP_HANDLE cep = cli.ep();
+    connect(cep, sep);
+    Buf *sb = cli.buf(64, DAT_MEM_PRIV_ALL_FLAG, 'z');
+    DAT_LMR_TRIPLET s = sb->iov();
+    ASSERT_EQ(dat_ep_post_send(cep, 1, &s, cookie(2), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    DAT_EVENT e = wait_event(srv.rcv);
+    EXPECT_EQ(e.event_data.dto_completion_event_data.user_cookie.as_64, 21u);
+    EXPECT_EQ(e.event_data.dto_completion_event_data.transfered_length, 64u);
+    EXPECT_EQ(rb->v[0], 'z');
+    DAT_SRQ_PARAM sp{};
+    EXPECT_EQ(dat_srq_query(srq, DAT_SRQ_FIELD_ALL, &sp), DAT_SUCCESS);
+    EXPECT_EQ(sp.max_recv_dtos, 16);
+    EXPECT_EQ(dat_srq_resize(srq, 32), DAT_SUCCESS);
+}
+
+TEST_F(DaplProvider, ExtraModifyPzWhileConnectedIsInvalidState_L6293) {
+    DAT_EP_HANDLE cep = cli.ep();
+    connect(cep);
+    DAT_EP_PARAM p{};
+    p.pz_handle = cli.pz;
+    EXPECT_EQ(T(dat_ep_modify(cep, DAT_EP_FIELD_PZ_HANDLE, &p)), DAT_INVALID_STATE);
+}
+
+TEST_F(DaplProvider, ExtraHandlesValidated) {
+    DAT_EVENT e;
+    EXPECT_EQ(T(dat_evd_dequeue(cli.pz, &e)), DAT_INVALID_HANDLE);  // wrong type
+    DAT_PZ_HANDLE pz{};
+    ASSERT_EQ(dat_pz_create(cli.ia, &pz), DAT_SUCCESS);
+    ASSERT_EQ(dat_pz_free(pz), DAT_SUCCESS);
+    EXPECT_EQ(T(dat_pz_free(pz)), DAT_INVALID_HANDLE);  // freed
+    DAT_EP_HANDLE ep = cli.ep();
+    Buf *b = cli.buf(64);
+    DAT_LMR_TRIPLET t = b->iov();
+    EXPECT_EQ(T(dat_ep_post_recv(ep, -1, &t, cookie(1), DAT_COMPLETION_DEFAULT_FLAG)),
+              DAT_INVALID_PARAMETER);
+    EXPECT_EQ(T(dat_ep_post_recv(ep, 1, &t, cookie(1), DAT_COMPLETION_SUPPRESS_FLAG)),
+              DAT_INVALID_PARAMETER);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    // The registry reads DAT_OVERRIDE on its first call: point it at the provider's conf.
+    if (!std::getenv("DAT_OVERRIDE")) setenv("DAT_OVERRIDE", DAPL_SOFTRNIC_CONF, 1);
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}
