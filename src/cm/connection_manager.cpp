@@ -102,7 +102,7 @@ w::MpaConfig config_of(const ConnParams &p) {
     return c;
 }
 
-tcp::StreamParams stream_params_of(const w::MpaResult &r, const ConnParams &p) {
+tcp::StreamParams stream_params_of(const w::MpaResult &r, const ConnParams &p, bool initiator) {
     tcp::StreamParams s;
     s.crc = r.crc;
     s.ird = r.ird;
@@ -110,6 +110,8 @@ tcp::StreamParams stream_params_of(const w::MpaResult &r, const ConnParams &p) {
     s.rfc7306 = p.rfc7306;
     // A Read RTR consumed Read Request MSN 1 before the channel took over.
     s.rx_read_msn_base = r.p2p && r.rtr == w::Rtr::Read ? 2 : 1;
+    // Responder, Write RTR: the channel consumes it (the QP is usable once the Reply is out).
+    s.await_rtr = !initiator && r.p2p && r.rtr == w::Rtr::Write;
     return s;
 }
 
@@ -234,7 +236,7 @@ struct ConnectionManager::Impl {
         e.id = c.id;
         e.initiator = c.initiator;
         e.private_data.assign(peer_pd.begin(), peer_pd.end());
-        e.params = stream_params_of(r, c.params);
+        e.params = stream_params_of(r, c.params, c.initiator);
         e.peer = c.peer;
         e.llp = tcp::adopt_socket(c.fd.get(), e.params);
         if (e.llp < 0) {
@@ -429,9 +431,12 @@ struct ConnectionManager::Impl {
         if (flush(c, gone)) establish(c, c.result, c.parser.frame().private_data);
     }
 
-    // Responder: the accepting Reply is out.
+    // Responder: the accepting Reply is out. With the Write RTR the connection is usable
+    // now: the channel consumes the RTR and holds its sends until it arrived. Reporting
+    // Established here rather than at the RTR also keeps the responder's event ahead of the
+    // initiator's (some ULP test programs count on that across connections).
     void reply_sent(Conn &c) {
-        if (!c.result.p2p) {
+        if (!c.result.p2p || c.result.rtr != w::Rtr::Read) {
             establish(c, c.result, c.parser.frame().private_data);
             return;
         }

@@ -8,12 +8,14 @@
 //     the responder answers IRD = min(request ORD, its IRD), ORD = min(request IRD, its ORD).
 //   - Peer-to-peer mode (RFC 6581) by default: the initiator asks for P2P offering the
 //     zero-length RDMA Write RTR, sends it right after reading the Reply, and only then
-//     reports Established; the responder reports Established only once that RTR arrived,
-//     so its QP never sends before the initiator's first FPDU (RFC 5044 7.1.2). As
-//     responder, a Read RTR (offered alone by some peers) is answered with its zero-length
-//     Read Response by the manager; a Send RTR is never chosen (like siw). ConnParams::p2p
-//     false asks for plain MPA v2. Frame readers consume exactly their frame (MSG_PEEK,
-//     then drop what the parser took) so an early FPDU stays in the socket for the channel.
+//     reports Established; the responder reports Established once its Reply is out, and its
+//     TCP channel consumes the RTR and holds every send until it arrived, so the QP never
+//     sends before the initiator's first FPDU (RFC 5044 7.1.2). As responder, a Read RTR
+//     (offered alone by some peers) is consumed by the manager, which answers it with the
+//     zero-length Read Response before Established; a Send RTR is never chosen (like siw).
+//     ConnParams::p2p false asks for plain MPA v2. Frame readers consume exactly their frame
+//     (MSG_PEEK, then drop what the parser took) so an early FPDU stays in the socket for the
+//     channel.
 //   - A Reply the initiator cannot accept (bad key, revision, IRD/ORD, no matching RTR...)
 //     is answered with a Terminate LLP/MPA carrying the matching code before closing.
 //   - CRC on if either side asks; markers are never requested and are refused.

@@ -764,4 +764,72 @@ TEST_F(TcpFin, FinAfterAWholeMessageIsAnOrderlyClose) {
     ::close(fb);
 }
 
+// RFC 6581 responder with the Write RTR (StreamParams::await_rtr): the QP may post at once,
+// but nothing goes on the wire before the initiator's zero-length Write; then the held send
+// follows. Any other first FPDU is a Terminate LLP/MPA "no matching RTR".
+class TcpRtr : public TcpFin {
+  protected:
+    int responder(bool await) {
+        a = ra.new_qp();
+        EXPECT_TRUE(a);
+        int fa = -1, fb = -1;
+        EXPECT_TRUE(socket_pair(fa, fb));
+        tcp::StreamParams p;
+        p.await_rtr = await;
+        EXPECT_EQ(to_rts(a, tcp::adopt_socket(fa, p)), RI_RET_SUCCESS);
+        return fb;
+    }
+    static bool readable(int fd, int ms) {
+        pollfd pf{fd, POLLIN, 0};
+        return ::poll(&pf, 1, ms) == 1;
+    }
+};
+
+TEST_F(TcpRtr, SendsAreHeldUntilTheRtrArrives) {
+    int fb = responder(true);
+    Buf &src = buf(8);
+    Mr *ms = ra.reg(src, kLocalRW);
+    ri_data_seg_t s = sge(src.data(), 8, ms->ltag);
+    ASSERT_EQ(post_send(a, RI_WR_TYPE_SEND, kSig, 1, &s, 1), RI_RET_SUCCESS);
+    EXPECT_FALSE(readable(fb, 200)) << "the responder sent before the initiator's RTR";
+    auto rtr = write_fpdu(1, 0, 0, true);  // zero-length Write, dummy STag 1
+    ASSERT_TRUE(write_all(fb, rtr.data(), rtr.size()));
+    ASSERT_TRUE(readable(fb, 5000));
+    w::FpduDecoder dec({false, 0xFFFF});
+    uint8_t in[256];
+    ssize_t k = ::recv(fb, in, sizeof in, 0);
+    ASSERT_GT(k, 0);
+    auto fr = dec.feed({in, static_cast<size_t>(k)});
+    ASSERT_EQ(fr.state, w::FeedState::Segment);
+    w::Segment seg;
+    ASSERT_EQ(w::decode_segment(dec.segment(), seg), w::Status::Ok);
+    EXPECT_EQ(seg.hdr.opcode, w::Opcode::Send);
+    ri_rc_wc_t wc = must_poll(ra, a->scq);
+    EXPECT_EQ(wc.op_status, RI_WC_STATUS_SUCCESS);
+    EXPECT_EQ(query(a).state, RI_QP_STATE_READY_TO_SEND);
+    ::close(fb);
+}
+
+TEST_F(TcpRtr, AnotherFirstFpduIsNoMatchingRtr) {
+    int fb = responder(true);
+    Buf &target = buf(64);
+    Mr *mt = ra.reg(target, kAllRemote);
+    auto f = write_fpdu(mt->rtag, target.va(), 16, true);  // a Write with data: not the RTR
+    ASSERT_TRUE(write_all(fb, f.data(), f.size()));
+    EXPECT_TRUE(wait_state(a, RI_QP_STATE_ERROR));
+    EXPECT_NE(target.data()[0], 0x5C) << "data of a non-RTR first FPDU was placed";
+    ASSERT_TRUE(readable(fb, 5000));
+    w::FpduDecoder dec({false, 0xFFFF});
+    uint8_t in[256];
+    ssize_t k = ::recv(fb, in, sizeof in, 0);
+    ASSERT_GT(k, 0);
+    auto fr = dec.feed({in, static_cast<size_t>(k)});
+    ASSERT_EQ(fr.state, w::FeedState::Segment);
+    w::Segment seg;
+    ASSERT_EQ(w::decode_segment(dec.segment(), seg), w::Status::Ok);
+    EXPECT_EQ(seg.hdr.opcode, w::Opcode::Terminate);
+    EXPECT_EQ(seg.term.code, w::term_code(w::Status::MpaNoMatchingRtr));
+    ::close(fb);
+}
+
 }  // namespace

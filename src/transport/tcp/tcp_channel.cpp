@@ -188,6 +188,7 @@ class Core final : public ProgressSource {
         ord_ = std::max<uint32_t>(p.ord, 1);
         ird_ = p.ird;
         reasm_.set_expected_msn(w::Queue::ReadRequest, std::max<uint32_t>(p.rx_read_msn_base, 1));
+        rtr_pending_.store(p.await_rtr, std::memory_order_relaxed);
         token_ = pe_.add(this);
     }
 
@@ -276,6 +277,9 @@ class Core final : public ProgressSource {
     std::atomic<bool> detached_{false};
     std::atomic<uint32_t> in_ep_{0};
     std::atomic<bool> rx_open_{true};  // arrivals are delivered
+    // Waiting for the initiator's RTR (StreamParams::await_rtr): outbound FPDUs are held.
+    // Cleared under mu_; read by progress without it.
+    std::atomic<bool> rtr_pending_{false};
 
     // Progress only.
     std::unique_ptr<w::FpduDecoder> dec_;
@@ -520,6 +524,9 @@ void Core::retire_fpdu_locked(Fpdu &f) {
 }
 
 void Core::flush_locked() {
+    // Before the initiator's RTR nothing may go out, except when tearing down (a Terminate
+    // or the close itself).
+    if (rtr_pending_.load(std::memory_order_relaxed) && tx_ == TxState::Open) return;
     while (fd_ >= 0 && tx_ != TxState::Dead) {
         refill_locked();
         if (fpdus_.empty()) break;
@@ -898,6 +905,18 @@ bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
     if (st != w::Status::Ok) {
         protocol_error(w::term_code(st), ulpdu, false);
         return false;
+    }
+    if (rtr_pending_.load(std::memory_order_acquire)) {
+        // The first FPDU must be the RTR we agreed on: a zero-length RDMA Write whose STag
+        // is not validated (brief 2.4). It ends the hold on our sends.
+        if (s.hdr.opcode != w::Opcode::RdmaWrite || !s.hdr.last || !s.payload.empty()) {
+            protocol_error(w::term_code(w::Status::MpaNoMatchingRtr), ulpdu, false);
+            return false;
+        }
+        std::lock_guard lk(mu_);
+        rtr_pending_.store(false, std::memory_order_release);
+        flush_locked();
+        return true;
     }
     w::UntaggedReassembler::Result rr;
     if (!s.hdr.tagged()) {

@@ -32,6 +32,10 @@ struct StreamParams {
     bool rfc7306 = false;        // RFC 7306 opcodes negotiated (see tcp_channel.cpp)
     // First inbound Read Request MSN: 2 when the connection manager consumed a Read RTR.
     uint32_t rx_read_msn_base = 1;
+    // Responder in RFC 6581 P2P mode with the Write RTR: the initiator's zero-length RDMA
+    // Write is the stream's first FPDU; the channel consumes it and sends nothing before
+    // it (RFC 5044 7.1.2), so the QP may be used as soon as the Reply is out.
+    bool await_rtr = false;
 };
 
 // Registers a connected TCP socket whose MPA exchange is complete (the Request/Reply
