@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,12 +19,26 @@
 
 #include "transport/tcp/wire/ddp_rdmap.hpp"
 #include "transport/tcp/wire/fpdu.hpp"
+#include "transport/shm/shm.hpp"
 
 namespace softrnic::cm {
 
 namespace w = transport::tcp::wire;
 namespace tcp = transport::tcp;
+namespace shm = transport::shm;
 using Clock = std::chrono::steady_clock;
+
+const char *to_string(LlpTransport t) {
+    return t == LlpTransport::Shm ? "shm" : "tcp";
+}
+
+bool release_unclaimed(ri_llp_stream_handle_t h) {
+    if (tcp::forget_socket(h)) {
+        ::close(h);
+        return true;
+    }
+    return shm::forget(h);
+}
 
 const char *to_string(CmStatus s) {
     switch (s) {
@@ -102,6 +117,62 @@ w::MpaConfig config_of(const ConnParams &p) {
     return c;
 }
 
+// A listener's address as the ConnectRequest of an shm connection reports the peer: the
+// same family, the listener's address (loopback for a wildcard listener), port 0 (the
+// initiator has no TCP port).
+Address shm_peer_address(const Address &listener) {
+    Address a = listener;
+    if (a.storage.ss_family == AF_INET) {
+        auto *s = reinterpret_cast<sockaddr_in *>(&a.storage);
+        if (shm::is_any_address(a.get())) s->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        s->sin_port = 0;
+    } else if (a.storage.ss_family == AF_INET6) {
+        auto *s = reinterpret_cast<sockaddr_in6 *>(&a.storage);
+        if (shm::is_any_address(a.get())) s->sin6_addr = in6addr_loopback;
+        s->sin6_port = 0;
+    }
+    return a;
+}
+
+// Connects to the shm rendezvous of `addr`: the listener bound to exactly that address,
+// else (when the address is one of ours) a wildcard listener on the port. Returns a
+// connected Unix socket run by our user, or -1 with `err` (ECONNREFUSED: nobody there,
+// EACCES: another user's listener).
+int connect_unix(const sockaddr *addr, int &err) {
+    err = ECONNREFUSED;
+    for (int pass = 0; pass < 2; ++pass) {
+        bool wildcard = pass == 1;
+        if (wildcard && (shm::is_any_address(addr) || !shm::is_local_address(addr))) break;
+        shm::UnixName name;
+        if (!shm::rendezvous_name(addr, wildcard, name)) continue;
+        Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        if (fd.get() < 0) {
+            err = errno;
+            return -1;
+        }
+        int rc = -1;
+        // A full backlog answers EAGAIN (non-blocking): the event thread accepts quickly,
+        // so retry briefly rather than give up on shm.
+        for (int attempt = 0; attempt < 200; ++attempt) {
+            rc = ::connect(fd.get(), reinterpret_cast<const sockaddr *>(&name.sa), name.len);
+            if (rc == 0 || (errno != EAGAIN && errno != EINTR)) break;
+            std::this_thread::sleep_for(std::chrono::microseconds(500));
+        }
+        if (rc != 0) {
+            if (errno != ECONNREFUSED && errno != ENOENT) err = errno;
+            continue;
+        }
+        // Abstract names have no permissions: anyone may bind one. Only a listener run by
+        // our own user gets our segments.
+        if (!shm::same_user(fd.get())) {
+            err = EACCES;
+            continue;
+        }
+        return fd.release();
+    }
+    return -1;
+}
+
 tcp::StreamParams stream_params_of(const w::MpaResult &r, const ConnParams &p, bool initiator) {
     tcp::StreamParams s;
     s.crc = r.crc;
@@ -157,6 +228,7 @@ struct ConnectionManager::Impl {
         SendRtr,       // initiator: the RTR FPDU partly written
         AwaitRtr,      // responder: Reply sent in P2P mode, waiting for the initiator's RTR
         SendRtrReply,  // responder: zero-length Read Response to a Read RTR partly written
+        ShmHello,      // shm: MPA done, waiting for the peer's hello (segment, CMA probe)
     };
     struct Conn {
         ConnId id = 0;
@@ -176,13 +248,21 @@ struct ConnectionManager::Impl {
         w::MpaResult result{};          // what the exchange negotiated
         bool ulp_knows = false;         // ConnectRequest delivered: report a failure
         uint32_t armed = 0;             // epoll interest currently registered
+        bool shm = false;               // over the Unix rendezvous socket
+        std::unique_ptr<shm::Handshake> hs;
+        std::vector<uint8_t> peer_pd;  // shm: the peer's private data, kept for Established
     };
     struct Listener {
         Fd fd;
+        Fd unix_fd;          // shm rendezvous (may be absent)
+        ConnId unix_id = 0;  // its epoll id
+        Address addr;
     };
 
     Handler handler;
     Options opts;
+    Transport mode = Transport::Auto;
+    std::unordered_map<ConnId, ConnId> unix_listeners;  // unix_id -> listener
     Fd ep, wake;
     std::thread thread;
     std::atomic<bool> stop{false};
@@ -229,8 +309,56 @@ struct ConnectionManager::Impl {
         finish(c, Failed{c.id, ws, err}, report);
     }
 
+    // MPA is done on an shm connection: send our hello, then wait for the peer's.
+    void start_hello(Conn &c, const w::MpaResult &r, std::span<const uint8_t> peer_pd) {
+        c.result = r;
+        c.peer_pd.assign(peer_pd.begin(), peer_pd.end());
+        c.hs = std::make_unique<shm::Handshake>();
+        if (!c.hs->start(c.fd.get(), opts.shm_cma)) {
+            fail(c, w::Status::Ok, errno);
+            return;
+        }
+        c.state = State::ShmHello;
+        if (!c.initiator && opts.request_timeout.count() > 0)
+            c.deadline = Clock::now() + opts.request_timeout;
+        if (!arm(c, EPOLLIN, false)) fail(c, w::Status::Ok, errno);
+    }
+
+    void on_hello(Conn &c) {
+        switch (c.hs->receive(c.fd.get())) {
+            case shm::Handshake::Step::NeedMore:
+                return;
+            case shm::Handshake::Step::Failed:
+                fail(c, w::Status::Ok, errno ? errno : EPROTO);
+                return;
+            case shm::Handshake::Step::Done:
+                break;
+        }
+        ::epoll_ctl(ep.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
+        Established e;
+        e.id = c.id;
+        e.initiator = c.initiator;
+        e.private_data = std::move(c.peer_pd);
+        e.params = stream_params_of(c.result, c.params, c.initiator);
+        e.peer = c.peer;
+        e.transport = LlpTransport::Shm;
+        e.shm_cma = c.hs->cma();
+        e.llp = c.hs->adopt(c.fd.get());
+        if (e.llp < 0) {
+            fail(c, w::Status::Ok, EBADF);
+            return;
+        }
+        c.fd.release();  // the transport owns it now (and the consumer the handle)
+        pending.emplace_back(std::move(e));
+        conns.erase(c.id);
+    }
+
     // Hands the socket to the TCP transport and reports Established.
     void establish(Conn &c, const w::MpaResult &r, std::span<const uint8_t> peer_pd) {
+        if (c.shm) {
+            start_hello(c, r, peer_pd);
+            return;
+        }
         ::epoll_ctl(ep.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
         Established e;
         e.id = c.id;
@@ -500,7 +628,7 @@ struct ConnectionManager::Impl {
         pending.emplace_back(std::move(ev));
     }
 
-    void on_listen(ConnId lid, int lfd) {
+    void on_listen(ConnId lid, int lfd, bool unix_side) {
         for (;;) {
             sockaddr_storage ss{};
             socklen_t sl = sizeof ss;
@@ -512,10 +640,18 @@ struct ConnectionManager::Impl {
                 // level-triggered listener fires again; nothing better to do here.
                 return;
             }
+            if (unix_side && !shm::same_user(fd)) {
+                // Another user: close before reading a byte (no MPA, no segment). Abstract
+                // sockets have no permissions; this is what keeps other users out.
+                ::close(fd);
+                continue;
+            }
             auto c = std::make_unique<Conn>();
             c->id = next_id++;
             c->fd = Fd(fd);
-            c->peer = copy_address(reinterpret_cast<sockaddr *>(&ss), sl);
+            c->shm = unix_side;
+            c->peer = unix_side ? shm_peer_address(listeners.at(lid).addr)
+                                : copy_address(reinterpret_cast<sockaddr *>(&ss), sl);
             c->state = State::AwaitRequest;
             c->parser = w::MpaParser(w::MpaKind::Request);
             c->listener = lid;
@@ -527,7 +663,11 @@ struct ConnectionManager::Impl {
 
     void on_event(ConnId id, uint32_t events) {
         if (auto l = listeners.find(id); l != listeners.end()) {
-            on_listen(id, l->second.fd.get());
+            on_listen(id, l->second.fd.get(), false);
+            return;
+        }
+        if (auto u = unix_listeners.find(id); u != unix_listeners.end()) {
+            on_listen(u->second, listeners.at(u->second).unix_fd.get(), true);
             return;
         }
         auto it = conns.find(id);
@@ -568,6 +708,9 @@ struct ConnectionManager::Impl {
             case State::AwaitUlp:
                 if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) fail(c, w::Status::Ok, ECONNRESET);
                 return;
+            case State::ShmHello:
+                on_hello(c);
+                return;
         }
     }
 
@@ -600,6 +743,21 @@ ConnectionManager::ConnectionManager(Handler handler, Options opts)
     impl_->handler = std::move(handler);
     if (!impl_->handler) return;  // nobody to deliver to: refuse to start
     impl_->opts = opts;
+    if (!shm::cma_allowed_by_env()) impl_->opts.shm_cma = false;
+    impl_->mode = opts.transport;
+    if (impl_->mode == Transport::Env) {
+        switch (shm::mode_from_env()) {
+            case shm::Mode::Auto:
+                impl_->mode = Transport::Auto;
+                break;
+            case shm::Mode::Shm:
+                impl_->mode = Transport::Shm;
+                break;
+            case shm::Mode::Tcp:
+                impl_->mode = Transport::Tcp;
+                break;
+        }
+    }
     impl_->ep = Fd(::epoll_create1(EPOLL_CLOEXEC));
     impl_->wake = Fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (impl_->ep.get() < 0 || impl_->wake.get() < 0) return;
@@ -624,10 +782,7 @@ ConnectionManager::~ConnectionManager() {
     }
     // Sockets handed over in Established events nobody received are still ours to close.
     for (Event &e : impl_->pending)
-        if (auto *est = std::get_if<Established>(&e)) {
-            tcp::forget_socket(est->llp);
-            ::close(est->llp);
-        }
+        if (auto *est = std::get_if<Established>(&e)) release_unclaimed(est->llp);
     // Listeners, connections, epoll and eventfd close through their Fd members.
 }
 
@@ -681,14 +836,40 @@ CmResult<ConnId> ConnectionManager::listen(const sockaddr *addr, socklen_t len, 
         ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
     if (::bind(fd.get(), addr, len) != 0 || ::listen(fd.get(), backlog) != 0)
         return {CmStatus::SystemError, errno, 0};
+    Impl::Listener l;
+    l.addr.len = sizeof l.addr.storage;
+    if (::getsockname(fd.get(), reinterpret_cast<sockaddr *>(&l.addr.storage), &l.addr.len) != 0)
+        return {CmStatus::SystemError, errno, 0};
+    // The shm rendezvous, named after the bound address and port. Best effort: if the
+    // name is taken (another listener on the same address and port, e.g. SO_REUSEPORT)
+    // this listener is reachable over TCP only.
+    if (impl_->mode != Transport::Tcp) {
+        shm::UnixName name;
+        Fd u(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        if (u.get() >= 0 &&
+            shm::rendezvous_name(l.addr.get(), shm::is_any_address(l.addr.get()), name) &&
+            ::bind(u.get(), reinterpret_cast<const sockaddr *>(&name.sa), name.len) == 0 &&
+            ::listen(u.get(), std::max(backlog, SOMAXCONN)) == 0)
+            l.unix_fd = std::move(u);
+    }
+    l.fd = std::move(fd);
     std::lock_guard lk(impl_->mu);
     ConnId id = impl_->next_id++;
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = id;
-    if (::epoll_ctl(ep_, EPOLL_CTL_ADD, fd.get(), &ev) != 0)
+    if (::epoll_ctl(ep_, EPOLL_CTL_ADD, l.fd.get(), &ev) != 0)
         return {CmStatus::SystemError, errno, 0};
-    impl_->listeners.emplace(id, Impl::Listener{std::move(fd)});
+    if (l.unix_fd.get() >= 0) {
+        l.unix_id = impl_->next_id++;
+        ev.data.u64 = l.unix_id;
+        if (::epoll_ctl(ep_, EPOLL_CTL_ADD, l.unix_fd.get(), &ev) != 0) {
+            ::epoll_ctl(ep_, EPOLL_CTL_DEL, l.fd.get(), nullptr);
+            return {CmStatus::SystemError, errno, 0};
+        }
+        impl_->unix_listeners.emplace(l.unix_id, id);
+    }
+    impl_->listeners.emplace(id, std::move(l));
     res.value = id;
     return res;
 }
@@ -699,6 +880,10 @@ CmStatus ConnectionManager::stop_listen(ConnId listener) {
     auto it = impl_->listeners.find(listener);
     if (it == impl_->listeners.end()) return CmStatus::UnknownId;
     ::epoll_ctl(ep_, EPOLL_CTL_DEL, it->second.fd.get(), nullptr);
+    if (it->second.unix_fd.get() >= 0) {
+        ::epoll_ctl(ep_, EPOLL_CTL_DEL, it->second.unix_fd.get(), nullptr);
+        impl_->unix_listeners.erase(it->second.unix_id);
+    }
     impl_->listeners.erase(it);  // connections already accepted on it carry on
     return CmStatus::Ok;
 }
@@ -725,21 +910,45 @@ CmResult<ConnId> ConnectionManager::connect(const sockaddr *addr, socklen_t len,
     if (!ok()) return {CmStatus::Stopped, 0, 0};
     if (!valid_address(addr, len) || !valid_params(params))
         return {CmStatus::InvalidArgument, 0, 0};
-    Fd fd(::socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (fd.get() < 0) return {CmStatus::SystemError, errno, 0};
+    // Same host and netns (the abstract name answers): shm. Otherwise TCP, unless the
+    // caller insists on shm.
+    bool use_shm = false;
+    int shm_err = 0;
+    Fd fd;
+    if (impl_->mode != Transport::Tcp) {
+        fd = Fd(connect_unix(addr, shm_err));
+        use_shm = fd.get() >= 0;
+    }
+    bool shm_only_failed = !use_shm && impl_->mode == Transport::Shm;
+    if (!use_shm && !shm_only_failed) {
+        fd = Fd(::socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        if (fd.get() < 0) return {CmStatus::SystemError, errno, 0};
+    }
 
     auto c = std::make_unique<Impl::Conn>();
     c->initiator = true;
     c->peer = copy_address(addr, len);
     c->params = params;
+    // Over shm no FPDU ever crosses the socket: no peer-to-peer RTR there.
+    if (use_shm) c->params.p2p = false;
     c->request = w::mpa_make_request(config_of(c->params), c->params.private_data);
     size_t n = 0;
     if (w::build_mpa_frame(c->request, c->out, n) != w::Status::Ok)
         return {CmStatus::InvalidArgument, 0, 0};
     c->out_len = n;
     if (params.timeout.count() > 0) c->deadline = Clock::now() + params.timeout;
+    c->shm = use_shm;
 
-    int rc = ::connect(fd.get(), addr, len);
+    if (shm_only_failed) {
+        std::lock_guard lk(impl_->mu);
+        c->id = impl_->next_id++;
+        impl_->pending.emplace_back(Unreachable{c->id, shm_err});
+        impl_->poke();
+        return {CmStatus::Ok, 0, c->id};
+    }
+    // A Unix connect() has already completed; Connecting then just checks SO_ERROR (0)
+    // on the first EPOLLOUT and sends the Request, as for TCP.
+    int rc = use_shm ? 0 : ::connect(fd.get(), addr, len);
     int err = rc == 0 ? 0 : errno;
     if (rc != 0 && err != EINPROGRESS && err != EINTR) {
         // Local misuse fails now; a peer that cannot be reached is an event like any other.
@@ -761,6 +970,10 @@ CmResult<ConnId> ConnectionManager::connect(const sockaddr *addr, socklen_t len,
     impl_->conns.emplace(id, std::move(c));
     impl_->poke();  // the deadline may be the earliest now
     return {CmStatus::Ok, 0, id};
+}
+
+Transport ConnectionManager::transport() const {
+    return impl_->mode;
 }
 
 CmStatus ConnectionManager::accept(ConnId id, const ConnParams &params) {

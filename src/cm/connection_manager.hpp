@@ -3,6 +3,16 @@
 // as an LLP stream handle (transport/tcp/tcp_channel.hpp) ready for
 // ri_qp_modify(IDLE->RTS, RI_QP_ATTR_LLQ_STREAM_HANDLE).
 //
+// Transports: a listener also binds an abstract Unix stream socket named after its
+// (family, address, port) (transport/shm/shm.hpp). connect() to a peer on the same host
+// and in the same network namespace reaches it, and the connection then uses the
+// shared-memory transport: the same MPA v2 exchange runs over the Unix socket (so
+// accept/reject/private data/IRD-ORD and every event are the same), followed by the shm
+// hello (same-user check, segments, CMA probe) before Established. Anything else uses
+// TCP. Options::transport or SOFTRNIC_TRANSPORT=auto|shm|tcp choose: auto (default)
+// prefers shm and falls back to TCP, shm insists (Unreachable when not possible), tcp never
+// tries shm. Established::transport says which one a connection uses.
+//
 // Protocol choices for this version:
 //   - MPA revision 2 with the Enhanced IRD/ORD block, "relaxed" negotiation (mpa.hpp):
 //     the responder answers IRD = min(request ORD, its IRD), ORD = min(request IRD, its ORD).
@@ -27,9 +37,10 @@
 // the manager (accept/reject from a ConnectRequest is the normal pattern). Public calls
 // are thread-safe. Do not destroy the manager from its own handler.
 //
-// Ownership: an Established event hands the socket over: its llp handle is the fd, and the
-// consumer owns it from then on (claimed by a QP, or transport::tcp::forget_socket() then
-// close()). Everything else stays with the manager and is closed by it.
+// Ownership: an Established event hands the stream over: its llp handle is a descriptor
+// (the TCP socket, or the shm connection's Unix socket), and the consumer owns it from
+// then on (claimed by a QP, or release_unclaimed()). Everything else stays with the
+// manager and is closed by it.
 #pragma once
 
 #include <netinet/in.h>
@@ -86,10 +97,25 @@ struct ConnParams {
     std::chrono::milliseconds timeout{10000};
 };
 
+// Which transport connect() uses (and whether listen() offers shm).
+enum class Transport : uint8_t {
+    Env,   // SOFTRNIC_TRANSPORT, read when the manager is created (unset: Auto)
+    Auto,  // shm when the peer is on this host and in this netns, else TCP
+    Shm,   // shm only: a connection that cannot use it is Unreachable
+    Tcp,   // TCP only (listeners do not offer shm either)
+};
+// What an established connection runs on.
+enum class LlpTransport : uint8_t { Tcp, Shm };
+const char *to_string(LlpTransport t);
+
 struct Options {
     // Responder: how long an accepted TCP connection may take to send its MPA Request
     // before it is dropped (stops idle peers from holding descriptors). Zero: forever.
     std::chrono::milliseconds request_timeout{10000};
+    Transport transport = Transport::Env;
+    // shm: use cross-memory attach when the probe allows it (SOFTRNIC_SHM_CMA=0 also
+    // turns it off); otherwise bulk data is copied through shared bounce buffers.
+    bool shm_cma = true;
 };
 
 // Socket address large enough for IPv4 and IPv6.
@@ -106,7 +132,13 @@ struct Established {
     std::vector<uint8_t> private_data;  // the peer's
     transport::tcp::StreamParams params;
     Address peer;
+    LlpTransport transport = LlpTransport::Tcp;
+    bool shm_cma = false;  // shm: bulk data moves by cross-memory attach (else bounce copy)
 };
+
+// Closes an Established handle that no QP claimed, whatever its transport. False when it
+// is unknown or already claimed.
+bool release_unclaimed(ri_llp_stream_handle_t h);
 struct ConnectRequest {
     ConnId id = 0;        // answer with accept(id) or reject(id)
     ConnId listener = 0;  // the listener it arrived on
@@ -161,6 +193,9 @@ class ConnectionManager {
     // Established for `id`; reject() sends a Reply with the R flag and closes.
     CmStatus accept(ConnId id, const ConnParams &params);
     CmStatus reject(ConnId id, std::span<const uint8_t> private_data = {});
+
+    // The transport connect() uses (Options::transport with Env resolved).
+    Transport transport() const;
 
   private:
     struct Impl;

@@ -919,6 +919,62 @@ RxStatus Qp::recv_place(transport::RxRecv &r, uint64_t offset, std::span<const s
     return RxStatus::success();
 }
 
+RxStatus Qp::rx_recv_map(transport::RxRecv &r, uint64_t offset, uint64_t len, std::span<IoSpan> out,
+                         std::span<void *> refs, size_t &n) {
+    n = 0;
+    RxScope scope(*this);
+    if (!scope || !r.wqe) return RxStatus::fail(kTermRdmapCatastrophic);
+    uint8_t hdr[32];
+    uint32_t hl = untagged_header(3, 0, 0, hdr);
+    if (offset + len > r.capacity || offset + len < offset) {
+        complete_recv(rx_wqe_, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_LOCAL_LENGTH_ERROR, 0, 0, 0,
+                      0);
+        r.wqe = nullptr;
+        return fail_rx(RI_EVENT_QP_LLQ_INTEGRITY_ERROR_SIZE, kTermDdpTooLong, hdr, hl);
+    }
+    // Same walk and checks as recv_place, keeping each piece pinned instead of copying.
+    uint64_t sge_start = 0, done = 0;
+    for (uint32_t i = 0; i < rx_wqe_.num_sgls && done < len; ++i) {
+        const ri_data_seg_t &s = rx_sges_[i];
+        uint64_t sge_end = sge_start + s.len;
+        uint64_t pos = offset + done;
+        if (pos < sge_end) {
+            uint64_t in_sge = pos - sge_start;
+            uint64_t k = std::min<uint64_t>(s.len - in_sge, len - done);
+            if (n >= out.size() || n >= refs.size()) {  // caller's arrays too small
+                for (size_t j = 0; j < n; ++j)
+                    rx_tagged_release(refs[j]);
+                n = 0;
+                return RxStatus::fail(kTermRdmapCatastrophic);
+            }
+            MemRef ref;
+            MemFault f = MemFault::None;
+            if (s.tag.ltag == 0 && owner->privileged() && enable_stag0_fastreg) {
+                ref.ptr =
+                    reinterpret_cast<std::byte *>(static_cast<uintptr_t>(s.addr.vaddr)) + in_sge;
+            } else {
+                f = dev->stags.acquire(s.tag.ltag, s.addr.vaddr + in_sge, k,
+                                       RI_MEM_FLAGS_LOCAL_WRITE, pd, this, ref);
+            }
+            if (f != MemFault::None) {
+                for (size_t j = 0; j < n; ++j)
+                    rx_tagged_release(refs[j]);
+                n = 0;
+                complete_recv(rx_wqe_, RI_WC_TYPE_DATA_RECEIVED, fault_status(f), 0, 0, 0, 0);
+                r.wqe = nullptr;
+                return fail_rx(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, kTermRdmapCatastrophic, hdr,
+                               hl);
+            }
+            out[n] = {ref.ptr, k};
+            refs[n] = ref.entry;
+            ++n;
+            done += k;
+        }
+        sge_start = sge_end;
+    }
+    return RxStatus::success();
+}
+
 RxStatus Qp::rx_recv_end(transport::RxRecv &r, OpKind kind, uint64_t total_len, bool solicited,
                          uint32_t invalidate_stag, uint32_t immediate) {
     RxScope scope(*this);

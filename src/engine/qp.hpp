@@ -111,6 +111,9 @@ class Qp final : public transport::Endpoint {
     transport::RxStatus rx_recv_end(transport::RxRecv &r, transport::OpKind kind,
                                     uint64_t total_len, bool solicited, uint32_t invalidate_stag,
                                     uint32_t immediate) override;
+    transport::RxStatus rx_recv_map(transport::RxRecv &r, uint64_t offset, uint64_t len,
+                                    std::span<transport::IoSpan> out, std::span<void *> refs,
+                                    size_t &n) override;
     void rx_recv_abort(transport::RxRecv &r, ri_wc_status_t status) override;
     transport::RxStatus rx_send(transport::OpKind kind, std::span<const transport::IoSpan> payload,
                                 uint64_t total_len, bool solicited, uint32_t invalidate_stag,

@@ -54,6 +54,7 @@ ProgressEngine::~ProgressEngine() {
         thread_.join();
     }
     if (ep_ >= 0) ::close(ep_);
+    if (slow_ep_ >= 0) ::close(slow_ep_);
     if (thread_ep_ >= 0) ::close(thread_ep_);
     if (wake_fd_ >= 0) ::close(wake_fd_);
     for (auto &c : chunks_)
@@ -76,14 +77,17 @@ bool ProgressEngine::start_locked() {
     if (thread_.joinable()) return true;
     if (ep_ < 0) ep_ = ::epoll_create1(EPOLL_CLOEXEC);
     if (thread_ep_ < 0) thread_ep_ = ::epoll_create1(EPOLL_CLOEXEC);
+    if (slow_ep_ < 0) slow_ep_ = ::epoll_create1(EPOLL_CLOEXEC);
     if (wake_fd_ < 0) wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (ep_ < 0 || thread_ep_ < 0 || wake_fd_ < 0) return false;
+    if (ep_ < 0 || thread_ep_ < 0 || slow_ep_ < 0 || wake_fd_ < 0) return false;
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = 0;
     if (::epoll_ctl(thread_ep_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0 && errno != EEXIST) return false;
     ev.data.u64 = 1;
     if (::epoll_ctl(thread_ep_, EPOLL_CTL_ADD, ep_, &ev) != 0 && errno != EEXIST) return false;
+    ev.data.u64 = 2;
+    if (::epoll_ctl(thread_ep_, EPOLL_CTL_ADD, slow_ep_, &ev) != 0 && errno != EEXIST) return false;
     if (!polled_) polled_ = std::make_unique<std::atomic<uint64_t>[]>(kMaxSlots);
     try {
         thread_ = std::thread([this] { thread_main(); });
@@ -127,35 +131,46 @@ ProgressEngine::Token ProgressEngine::add(ProgressSource *src, bool memory_polle
         npolled_.store(n + 1, std::memory_order_release);
     }
     sources_.fetch_add(1, std::memory_order_release);
+    if (memory_polled) {
+        // A thread already asleep never armed this source (arm_wakeup): wake it so that
+        // it goes round and arms it, or the source's producers would never signal.
+        uint64_t one = 1;
+        [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
+    }
     return {idx, gen};
 }
 
-bool ProgressEngine::watch(Token t, int fd, uint32_t events) {
+void ProgressEngine::drop_fd_locked(Slot &s) {
+    if (s.fd < 0) return;
+    ::epoll_ctl(s.fd_thread_only ? slow_ep_ : ep_, EPOLL_CTL_DEL, s.fd, nullptr);
+    if (!s.fd_thread_only) fd_sources_.fetch_sub(1, std::memory_order_relaxed);
+    s.fd = -1;
+    s.fd_thread_only = false;
+}
+
+bool ProgressEngine::watch(Token t, int fd, uint32_t events, bool thread_only) {
     std::lock_guard lk(mu_);
     Slot *s = lookup(t);
     if (!s || fd < 0) return false;
     epoll_event ev{};
     ev.events = events;
     ev.data.u64 = pack(t.gen, t.slot);
-    if (s->fd == fd) return ::epoll_ctl(ep_, EPOLL_CTL_MOD, fd, &ev) == 0;
-    if (s->fd >= 0) {
-        ::epoll_ctl(ep_, EPOLL_CTL_DEL, s->fd, nullptr);
-        fd_sources_.fetch_sub(1, std::memory_order_relaxed);
-        s->fd = -1;
-    }
-    if (::epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev) != 0) return false;
+    int set = thread_only ? slow_ep_ : ep_;
+    if (s->fd == fd && s->fd_thread_only == thread_only)
+        return ::epoll_ctl(set, EPOLL_CTL_MOD, fd, &ev) == 0;
+    drop_fd_locked(*s);
+    if (::epoll_ctl(set, EPOLL_CTL_ADD, fd, &ev) != 0) return false;
     s->fd = fd;
-    fd_sources_.fetch_add(1, std::memory_order_relaxed);
+    s->fd_thread_only = thread_only;
+    if (!thread_only) fd_sources_.fetch_add(1, std::memory_order_relaxed);
     return true;
 }
 
 void ProgressEngine::unwatch(Token t) {
     std::lock_guard lk(mu_);
     Slot *s = lookup(t);
-    if (!s || s->fd < 0) return;
-    ::epoll_ctl(ep_, EPOLL_CTL_DEL, s->fd, nullptr);
-    fd_sources_.fetch_sub(1, std::memory_order_relaxed);
-    s->fd = -1;
+    if (!s) return;
+    drop_fd_locked(*s);
 }
 
 void ProgressEngine::remove(Token t) {
@@ -164,11 +179,7 @@ void ProgressEngine::remove(Token t) {
         std::lock_guard lk(mu_);
         s = lookup(t);
         if (!s) return;
-        if (s->fd >= 0) {
-            ::epoll_ctl(ep_, EPOLL_CTL_DEL, s->fd, nullptr);
-            fd_sources_.fetch_sub(1, std::memory_order_relaxed);
-            s->fd = -1;
-        }
+        drop_fd_locked(*s);
         // New lookups (epoll data, polled list, wake) now fail the generation check.
         s->gen.store(s->gen.load(std::memory_order_relaxed) + 1, std::memory_order_release);
         if (s->memory_polled) {
@@ -263,6 +274,69 @@ void ProgressEngine::run_wanted() {
     }
 }
 
+// Runs fn(src) on `s` with its progress() excluded (the slot's RUNNING bit). False when the
+// slot is dead or busy on another thread. A kick that arrived meanwhile (PENDING) is
+// served before the slot is released, as in kick().
+bool ProgressEngine::exclusive(Slot &s, bool (*fn)(ProgressSource *)) {
+    uint32_t st = 0;
+    if (!s.state.compare_exchange_strong(st, kRunning, std::memory_order_acq_rel)) return false;
+    ProgressSource *src = s.src.load(std::memory_order_acquire);
+    bool r = src ? fn(src) : false;
+    uint32_t expect = kRunning;
+    if (s.state.compare_exchange_strong(expect, 0, std::memory_order_acq_rel)) return r;
+    ProgressSource *prev = tls_current;
+    tls_current = src;
+    for (;;) {
+        while (!s.state.compare_exchange_weak(expect, kRunning, std::memory_order_acq_rel)) {
+        }
+        uint32_t ev = s.events.exchange(0, std::memory_order_acq_rel);
+        if (src) src->progress(ev);
+        expect = kRunning;
+        if (s.state.compare_exchange_strong(expect, 0, std::memory_order_acq_rel)) break;
+    }
+    tls_current = prev;
+    return r;
+}
+
+// Before blocking: arm every memory-polled source. True when one of them already has work
+// (or is busy on another thread, so it could not be armed): the thread must not block.
+bool ProgressEngine::arm_polled() {
+    bool ready = false;
+    uint32_t np = npolled_.load(std::memory_order_acquire);
+    for (uint32_t i = 0; i < np; ++i) {
+        uint64_t v = polled_[i].load(std::memory_order_relaxed);
+        Slot *s = slot(static_cast<uint32_t>(v));
+        if (!s || s->gen.load(std::memory_order_acquire) != static_cast<uint32_t>(v >> 32))
+            continue;
+        uint32_t st = s->state.load(std::memory_order_acquire);
+        if (st & kDead) continue;
+        if (st & kRunning) {
+            ready = true;  // an inline poller has it: cannot arm, so do not sleep
+            continue;
+        }
+        bool armed = exclusive(*s, [](ProgressSource *src) { return !src->arm_wakeup(); });
+        if (!armed) {
+            ready = true;
+            kick(*s, 0);  // work is there (or it raced with a poller): run it now
+        }
+    }
+    return ready;
+}
+
+void ProgressEngine::disarm_polled() {
+    uint32_t np = npolled_.load(std::memory_order_acquire);
+    for (uint32_t i = 0; i < np; ++i) {
+        uint64_t v = polled_[i].load(std::memory_order_relaxed);
+        Slot *s = slot(static_cast<uint32_t>(v));
+        if (!s || s->gen.load(std::memory_order_acquire) != static_cast<uint32_t>(v >> 32))
+            continue;
+        exclusive(*s, [](ProgressSource *src) {
+            src->disarm_wakeup();
+            return true;
+        });
+    }
+}
+
 bool ProgressEngine::inline_recent() const {
     return now_ns() - last_inline_ns_.load(std::memory_order_relaxed) < kInlineWindowNs;
 }
@@ -299,9 +373,16 @@ void ProgressEngine::thread_main() {
     epoll_event evs[64];
     while (!stop_.load(std::memory_order_acquire)) {
         if (inline_recent()) {
-            // Parked: the pollers serve the sources; wake-ups still reach us.
-            pollfd p{wake_fd_, POLLIN, 0};
-            if (::poll(&p, 1, kParkRecheckMs) > 0) drain_eventfd(wake_fd_);
+            // Parked: the pollers serve the sources; wake-ups and thread-only descriptors
+            // (which the pollers never look at) still reach us.
+            pollfd p[2] = {{wake_fd_, POLLIN, 0}, {slow_ep_, POLLIN, 0}};
+            if (::poll(p, 2, kParkRecheckMs) > 0) {
+                if (p[0].revents) drain_eventfd(wake_fd_);
+                if (p[1].revents) {
+                    int k = ::epoll_wait(slow_ep_, evs, 64, 0);
+                    if (k > 0) drain(k, evs);
+                }
+            }
             run_wanted();
             continue;
         }
@@ -311,17 +392,32 @@ void ProgressEngine::thread_main() {
             run_wanted();
             continue;
         }
-        int n = ::epoll_wait(thread_ep_, evs, 2, -1);
+        // Memory-polled sources learn that nobody polls them any more: their producers
+        // must signal from now on (and one that already has work keeps us awake).
+        if (arm_polled()) {
+            thread_waiting_.store(false, std::memory_order_relaxed);
+            disarm_polled();
+            run_wanted();
+            continue;
+        }
+        int n = ::epoll_wait(thread_ep_, evs, 3, -1);
         thread_waiting_.store(false, std::memory_order_relaxed);
-        bool sources_ready = false;
+        disarm_polled();
+        bool sources_ready = false, slow_ready = false;
         for (int i = 0; i < n; ++i) {
             if (evs[i].data.u64 == 0)
                 drain_eventfd(wake_fd_);
-            else
+            else if (evs[i].data.u64 == 1)
                 sources_ready = true;
+            else
+                slow_ready = true;
         }
         if (sources_ready) {
             int k = ::epoll_wait(ep_, evs, 64, 0);
+            if (k > 0) drain(k, evs);
+        }
+        if (slow_ready) {
+            int k = ::epoll_wait(slow_ep_, evs, 64, 0);
             if (k > 0) drain(k, evs);
         }
         run_wanted();

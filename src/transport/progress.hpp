@@ -34,6 +34,19 @@ class ProgressSource {
     // epoll events seen on the source's descriptor (0 when run because of wake() or an
     // inline poll of a memory-polled source).
     virtual void progress(uint32_t events) = 0;
+    // Memory-polled sources whose producers only signal a sleeping consumer (e.g. a shared
+    // memory ring whose peer writes a descriptor only when asked to).
+    //
+    // arm_wakeup(): the progress thread is about to block in epoll. Ask the producers to
+    // signal (make one of the source's watched descriptors readable) from now on, then
+    // re-check: return true when work is already there, and the thread runs the source
+    // instead of blocking. Returning false promises that new work makes the descriptor
+    // readable (the Dekker pair: publish "wake me", fence, re-check; producers publish
+    // work, fence, check the flag). Runs with the source's progress() excluded.
+    virtual bool arm_wakeup() { return false; }
+    // The thread is running again: producers may stop signalling. Best effort (skipped
+    // when progress() is running elsewhere at that moment: that only costs a signal).
+    virtual void disarm_wakeup() {}
 };
 
 class ProgressEngine {
@@ -56,7 +69,10 @@ class ProgressEngine {
     Token add(ProgressSource *src, bool memory_polled = false);
     // Watches `fd` (level-triggered) for `events` on behalf of the source; one descriptor
     // per source. watch() again changes the events; unwatch() stops (before close(fd)).
-    bool watch(Token t, int fd, uint32_t events);
+    // `thread_only`: only the progress thread waits on it (also while parked, re-checked
+    // every kParkRecheck); inline pollers do not, so a memory-polled source whose
+    // descriptor is only a doorbell or a liveness signal costs pollers no system call.
+    bool watch(Token t, int fd, uint32_t events, bool thread_only = false);
     void unwatch(Token t);
     // After it returns, progress() of the source is not running and never runs again.
     // Must not be called from inside that source's progress().
@@ -81,7 +97,8 @@ class ProgressEngine {
         std::atomic<uint32_t> events{0};  // accumulated epoll events + kWanted
         std::atomic<bool> wanted{false};
         std::atomic<ProgressSource *> src{nullptr};
-        int fd = -1;  // guarded by mu_
+        int fd = -1;                  // guarded by mu_
+        bool fd_thread_only = false;  // guarded by mu_: fd is in slow_ep_, not ep_
         bool memory_polled = false;
     };
     static constexpr uint32_t kChunk = 256;
@@ -94,7 +111,11 @@ class ProgressEngine {
     void kick(Slot &s, uint32_t events);
     void run_wanted();
     void drain(int n, const void *evs);
+    void drop_fd_locked(Slot &s);
     void thread_main();
+    bool exclusive(Slot &s, bool (*fn)(ProgressSource *));
+    bool arm_polled();
+    void disarm_polled();
     bool inline_recent() const;
 
     mutable std::mutex mu_;  // registration changes only
@@ -112,7 +133,8 @@ class ProgressEngine {
     std::atomic<bool> thread_waiting_{false};  // thread blocked (epoll or park): wake() must signal
     std::atomic<bool> stop_{false};
     int ep_ = -1;         // the sources' descriptors (inline pollers wait on it with timeout 0)
-    int thread_ep_ = -1;  // the thread's set: wake_fd_ and ep_ (nested)
+    int thread_ep_ = -1;  // the thread's set: wake_fd_, ep_ and slow_ep_ (nested)
+    int slow_ep_ = -1;    // thread-only descriptors (see watch())
     int wake_fd_ = -1;
     std::thread thread_;
 };

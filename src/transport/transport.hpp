@@ -106,6 +106,18 @@ class Endpoint {
     virtual RxStatus rx_recv_place(RxRecv &r, uint64_t offset, std::span<const std::byte> data) = 0;
     virtual RxStatus rx_recv_end(RxRecv &r, OpKind kind, uint64_t total_len, bool solicited,
                                  uint32_t invalidate_stag, uint32_t immediate) = 0;
+    // Resolves bytes [offset, offset + len) of the receive WQE taken by rx_recv_begin into
+    // local spans, with the checks rx_recv_place makes, so that the transport can place
+    // the bytes itself (e.g. a single cross-process copy). Span i stays pinned until
+    // rx_tagged_release(refs[i]). On failure the WQE completes with the fault and the QP
+    // goes to Terminate, as with rx_recv_place. `n` gets the span count; n == 0 with
+    // len > 0 means "not supported here": place with rx_recv_place instead.
+    virtual RxStatus rx_recv_map(RxRecv &r, uint64_t offset, uint64_t len, std::span<IoSpan> out,
+                                 std::span<void *> refs, size_t &n) {
+        (void)r, (void)offset, (void)len, (void)out, (void)refs;
+        n = 0;
+        return RxStatus::success();
+    }
     // A whole untagged message whose payload is addressable in this process (loopback, or
     // a transport that already holds the message): begin, place and end in one call.
     virtual RxStatus rx_send(OpKind kind, std::span<const IoSpan> payload, uint64_t total_len,

@@ -73,9 +73,7 @@ class Log {
         for (auto &e : events_)
             if (auto *est = std::get_if<cm::Established>(&e)) release(est->llp);
     }
-    static void release(ri_llp_stream_handle_t h) {
-        if (tcp::forget_socket(h)) ::close(h);
-    }
+    static void release(ri_llp_stream_handle_t h) { cm::release_unclaimed(h); }
 
   private:
     std::mutex mu_;

@@ -1,0 +1,93 @@
+// Internal to src/transport/shm/: what an established shm connection owns between the
+// hand-over (Handshake::adopt) and the QP's claim, and afterwards inside the channel.
+#pragma once
+
+#include <sys/mman.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <utility>
+
+#include "transport/shm/layout.hpp"
+
+namespace softrnic::transport::shm {
+
+// One shared mapping; unmapped on destruction.
+class Mapping {
+  public:
+    Mapping() = default;
+    Mapping(std::byte *p, size_t len) : p_(p), len_(len) {}
+    Mapping(Mapping &&o) noexcept : p_(std::exchange(o.p_, nullptr)), len_(o.len_) {}
+    Mapping &operator=(Mapping &&o) noexcept {
+        if (this != &o) {
+            reset();
+            p_ = std::exchange(o.p_, nullptr);
+            len_ = o.len_;
+        }
+        return *this;
+    }
+    ~Mapping() { reset(); }
+    void reset() {
+        if (p_) ::munmap(p_, len_);
+        p_ = nullptr;
+    }
+    std::byte *get() const { return p_; }
+    size_t size() const { return p_ ? len_ : 0; }
+    layout::SegHeader *header() const { return reinterpret_cast<layout::SegHeader *>(p_); }
+
+  private:
+    std::byte *p_ = nullptr;
+    size_t len_ = 0;
+};
+
+struct Counters {
+    std::atomic<uint64_t> live_links{0};
+    std::atomic<uint64_t> mapped_bytes{0};
+    std::atomic<uint64_t> cma_links{0};
+    std::atomic<uint64_t> doorbells{0};
+};
+Counters &counters();
+
+// An established connection: the Unix socket (doorbell + liveness), our segment (what
+// flows to us), the peer's (what we send), the peer's pid for CMA.
+struct Link {
+    int sock = -1;
+    Mapping mine;
+    Mapping peer;
+    pid_t peer_pid = 0;
+    bool cma = false;
+    // The peer's segment at the peer's own address (from its hello). Only meaningful when
+    // both ends share this process; used as ThreadSanitizer's synchronisation key, since
+    // each segment is then mapped twice and TSan cannot pair accesses through the two.
+    const void *peer_canon = nullptr;
+
+    Link() = default;
+    Link(const Link &) = delete;
+    Link &operator=(const Link &) = delete;
+    ~Link() {
+        if (sock >= 0) ::close(sock);
+        if (counted) {
+            counters().live_links.fetch_sub(1, std::memory_order_relaxed);
+            counters().mapped_bytes.fetch_sub(mine.size() + peer.size(), std::memory_order_relaxed);
+            if (cma) counters().cma_links.fetch_sub(1, std::memory_order_relaxed);
+        }
+    }
+    void count() {
+        counted = true;
+        counters().live_links.fetch_add(1, std::memory_order_relaxed);
+        counters().mapped_bytes.fetch_add(mine.size() + peer.size(), std::memory_order_relaxed);
+        if (cma) counters().cma_links.fetch_add(1, std::memory_order_relaxed);
+    }
+
+  private:
+    bool counted = false;
+};
+
+// Registers an adopted link as an unclaimed LLP handle (its socket fd). Returns the
+// handle, or -1 (the link is then destroyed).
+int register_unclaimed(std::unique_ptr<Link> link);
+
+}  // namespace softrnic::transport::shm

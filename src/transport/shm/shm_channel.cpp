@@ -1,0 +1,1553 @@
+// Shared-memory channel: one connected QP over a pair of segments (layout.hpp).
+//
+// Roles. Each end is the initiator of the operations its QP posts and the target of the
+// peer's. Requests go into the peer's req ring from the posting thread (submit); every
+// response and control entry goes into the peer's resp ring from this end's progress
+// context (or from close()/terminate(), under ctl_mu_). Two single-producer rings per
+// direction, so the post path never contends with the progress path for a ring.
+//
+// Small messages (<= kInlineMax) travel inline: the poster copies the payload into the
+// entry, and a Send or Write then completes at once (like TCP, "handed to the LLP"); when
+// nothing older is outstanding that is the whole post path: no lock, no allocation, no
+// system call (a doorbell only if the target's progress thread sleeps).
+//
+// Large transfers are single-copy at the target, after its own checks: a Send or Write
+// entry lists the initiator's source iovecs; the target resolves its receive buffer
+// (rx_recv_map) or STag (rx_tagged_acquire) and pulls with process_vm_readv, then acks.
+// A Read Request lists the initiator's sink iovecs; the target checks its STag (for_read)
+// and pushes with process_vm_writev, then acks. Reads up to kInlineMax come back inline.
+// Atomics run at the target (Endpoint::rx_atomic, atomic w.r.t. other atomics on that
+// RNIC) and answer with the original value. Operations complete at the initiator in
+// submission order (tx_complete from the progress context).
+//
+// Without CMA (ptrace policy, or SOFTRNIC_SHM_CMA=0, or the Handshake's allow_cma) the
+// target drives a pipelined copy through its bounce chunks: for a Send/Write it asks the
+// initiator to copy chunk k into bounce slot i (Pull), the initiator's progress copies
+// and answers PullDone, the target places it; for a Read the target copies source chunks
+// into its bounce slots (ReadChunk) and the initiator copies them out (ChunkFree). Up to
+// kBounceChunks chunks are in flight.
+//
+// Flow control: a request that does not fit in the peer's req ring stays queued (op
+// record "unsent") and progress retries it when the peer consumed; later posts queue
+// behind it. Response production never waits on the ring the other side is producing
+// into: control entries go through a small local queue, and the req ring is consumed only
+// while that queue has room, so two ends can never wait for each other.
+//
+// Sleeping and waking: the progress thread of an end, before blocking, sets need_wake in
+// its own segment header and re-checks its rings (ProgressSource::arm_wakeup, a Dekker
+// pair with the producer's "publish, then read-and-clear need_wake", both sides using an
+// RMW on need_wake); a producer that finds it set writes one byte to the Unix socket,
+// which that thread watches (a thread-only watch: inline pollers never make a system
+// call for it). While a consumer
+// polls its CQ the thread is parked and nobody is signalled.
+//
+// Peer death: the Unix socket reports EOF/HUP when the peer process dies (even SIGKILL)
+// or its channel is destroyed: outstanding operations are flushed (Disconnected) and the
+// engine sees rx_llp_closed(Abortive). A CMA call that fails (ESRCH) does the same.
+//
+// Nothing read from shared memory is trusted: entry sizes, sequence numbers, offsets,
+// bounce indices and iovec lists are validated; a bad entry is a stream error.
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "transport/shm/link.hpp"
+#include "transport/shm/shm.hpp"
+#include "transport/transport.hpp"
+
+namespace softrnic::transport::shm {
+
+namespace L = layout;
+
+namespace {
+
+constexpr TerminateCode kTermUnexpectedOp{0, 2, 0x06};  // RDMAP remote op: unexpected opcode
+constexpr TerminateCode kTermCatastrophic{0, 0, 0x00};  // RDMAP local catastrophic
+constexpr size_t kCtlCap = 64;
+constexpr size_t kCtlRoomForReq = 16;  // the req ring is consumed only with this much room
+constexpr uint32_t kNoChunk = ~0u;
+constexpr size_t kCmaStage = L::kBounceChunks * L::kBounceChunk;
+
+// ThreadSanitizer cannot see that two mappings of one segment (both ends in one process)
+// are the same memory: every release/acquire on a segment also releases/acquires a key
+// common to both ends (the owner's address of the segment). A no-op in normal builds and
+// between processes (key nullptr).
+#if defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_acquire(void *addr);
+extern "C" void __tsan_release(void *addr);
+void sync_release(const void *key) {
+    if (key) __tsan_release(const_cast<void *>(key));
+}
+void sync_acquire(const void *key) {
+    if (key) __tsan_acquire(const_cast<void *>(key));
+}
+#else
+void sync_release(const void *) {}
+void sync_acquire(const void *) {}
+#endif
+
+template <class T>
+T load_acquire(T &x) {
+    return std::atomic_ref<T>(x).load(std::memory_order_acquire);
+}
+template <class T>
+void store_release(T &x, T v) {
+    std::atomic_ref<T>(x).store(v, std::memory_order_release);
+}
+
+// ----------------------------------------------------------------------------- rings
+
+// Producer side of a ring that lives in the peer's segment. Used by one thread at a time.
+class Producer {
+  public:
+    void init(std::byte *slots, uint32_t n, uint64_t *cons, const void *key) {
+        slots_ = slots;
+        n_ = n;
+        cons_ = cons;
+        key_ = key;
+    }
+    // A contiguous run of k slots at the producer position (a Pad entry fills the tail
+    // first when needed), or nullptr when the ring is full. `broken` is set when the
+    // consumer's index is impossible.
+    L::EntryHdr *reserve(uint32_t k, bool &broken) {
+        uint32_t pos = static_cast<uint32_t>(prod_ % n_);
+        uint32_t tail = n_ - pos;
+        uint64_t need = k <= tail ? k : uint64_t{tail} + k;
+        if (prod_ + need - cons_cache_ > n_) {
+            cons_cache_ = load_acquire(*cons_);
+            sync_acquire(key_);
+            if (cons_cache_ > prod_ || prod_ - cons_cache_ > n_) {
+                broken = true;
+                return nullptr;
+            }
+            if (prod_ + need - cons_cache_ > n_) {
+                blocked_cons_.store(prod_ + need - n_, std::memory_order_release);
+                return nullptr;
+            }
+        }
+        blocked_cons_.store(0, std::memory_order_relaxed);
+        if (k > tail) {
+            auto *pad = at(prod_);
+            pad->type = L::Type::Pad;
+            pad->nslots = static_cast<uint16_t>(tail);
+            pad->len = 0;
+            sync_release(key_);
+            store_release(pad->stamp, prod_ + 1);
+            prod_ += tail;
+        }
+        return at(prod_);
+    }
+    void publish(L::EntryHdr *h, uint32_t k) {
+        h->nslots = static_cast<uint16_t>(k);
+        sync_release(key_);
+        store_release(h->stamp, prod_ + 1);
+        prod_ += k;
+    }
+    // True when the last failed reserve() would now fit (readable from any thread).
+    bool space_returned() const {
+        uint64_t want = blocked_cons_.load(std::memory_order_acquire);
+        return want != 0 && load_acquire(*cons_) >= want;
+    }
+    bool blocked() const { return blocked_cons_.load(std::memory_order_acquire) != 0; }
+
+  private:
+    L::EntryHdr *at(uint64_t p) const {
+        return reinterpret_cast<L::EntryHdr *>(slots_ + (p % n_) * L::kSlot);
+    }
+    std::byte *slots_ = nullptr;
+    uint32_t n_ = 1;
+    uint64_t *cons_ = nullptr;
+    const void *key_ = nullptr;
+    uint64_t prod_ = 0;
+    uint64_t cons_cache_ = 0;
+    std::atomic<uint64_t> blocked_cons_{0};
+};
+
+// Consumer side of a ring in our own segment. Progress context only.
+class Consumer {
+  public:
+    void init(std::byte *slots, uint32_t n, uint64_t *cons, const void *key) {
+        slots_ = slots;
+        n_ = n;
+        cons_ = cons;
+        key_ = key;
+    }
+    bool ready() const { return load_acquire(at(pos_)->stamp) == pos_ + 1; }
+    enum class Peek : uint8_t { Empty, Entry, Bad };
+    // Copies the next entry's header (the peer could change the slot under us) and
+    // validates its size; skips Pad entries.
+    Peek peek(L::EntryHdr &h, const std::byte *&payload) {
+        for (;;) {
+            L::EntryHdr *e = at(pos_);
+            if (load_acquire(e->stamp) != pos_ + 1) return Peek::Empty;
+            sync_acquire(key_);
+            std::memcpy(&h, e, sizeof h);
+            uint32_t room = n_ - static_cast<uint32_t>(pos_ % n_);
+            if (h.nslots == 0 || h.nslots > room ||
+                L::kHdrBytes + h.len > size_t{h.nslots} * L::kSlot)
+                return Peek::Bad;
+            if (h.type == L::Type::Pad) {
+                pos_ += h.nslots;
+                continue;
+            }
+            payload = reinterpret_cast<const std::byte *>(e) + L::kHdrBytes;
+            return Peek::Entry;
+        }
+    }
+    void pop(const L::EntryHdr &h) { pos_ += h.nslots; }
+    // Publishes consumption; true when something new was released to the producer.
+    bool commit() {
+        if (pos_ == committed_) return false;
+        sync_release(key_);
+        store_release(*cons_, pos_);
+        committed_ = pos_;
+        return true;
+    }
+
+  private:
+    L::EntryHdr *at(uint64_t p) const {
+        return reinterpret_cast<L::EntryHdr *>(slots_ + (p % n_) * L::kSlot);
+    }
+    std::byte *slots_ = nullptr;
+    uint32_t n_ = 1;
+    uint64_t *cons_ = nullptr;
+    const void *key_ = nullptr;
+    uint64_t pos_ = 0;
+    uint64_t committed_ = 0;
+};
+
+// ------------------------------------------------------------------------- helpers
+
+// Copies `len` bytes at stream offset `off` of a span list from `src` (scatter) or into
+// `dst` (gather).
+void scatter(const IoSpan *spans, uint32_t n, uint64_t off, const std::byte *src, uint64_t len) {
+    uint64_t base = 0;
+    for (uint32_t i = 0; i < n && len > 0; ++i) {
+        const IoSpan &s = spans[i];
+        if (off < base + s.len) {
+            uint64_t in = off - base;
+            uint64_t k = std::min<uint64_t>(s.len - in, len);
+            std::memcpy(s.ptr + in, src, k);
+            src += k;
+            off += k;
+            len -= k;
+        }
+        base += s.len;
+    }
+}
+void gather(const IoSpan *spans, uint32_t n, uint64_t off, std::byte *dst, uint64_t len) {
+    uint64_t base = 0;
+    for (uint32_t i = 0; i < n && len > 0; ++i) {
+        const IoSpan &s = spans[i];
+        if (off < base + s.len) {
+            uint64_t in = off - base;
+            uint64_t k = std::min<uint64_t>(s.len - in, len);
+            std::memcpy(dst, s.ptr + in, k);
+            dst += k;
+            off += k;
+            len -= k;
+        }
+        base += s.len;
+    }
+}
+
+// Terminate message bytes as the engine records them (RFC 5040 5.4.1 layout: control
+// word, then the offending DDP header's length and a short tagged/untagged header).
+size_t build_term_msg(TerminateCode code, bool tagged, uint32_t stag, uint64_t to,
+                      uint8_t (&out)[48]) {
+    uint32_t ctrl = (uint32_t{code.layer} & 0xF) << 28 | (uint32_t{code.etype} & 0xF) << 24 |
+                    uint32_t{code.ecode} << 16 | 1u << 14;  // D: DDP header included
+    for (int i = 0; i < 4; ++i)
+        out[i] = static_cast<uint8_t>(ctrl >> (24 - 8 * i));
+    uint8_t hdr[18] = {};
+    size_t hl;
+    if (tagged) {
+        hdr[0] = 0x81;  // T, L, DDP version 1
+        hdr[1] = 0x40;  // RDMAP version 1, opcode 0 (write)
+        for (int i = 0; i < 4; ++i)
+            hdr[2 + i] = static_cast<uint8_t>(stag >> (24 - 8 * i));
+        for (int i = 0; i < 8; ++i)
+            hdr[6 + i] = static_cast<uint8_t>(to >> (56 - 8 * i));
+        hl = 14;
+    } else {
+        hdr[0] = 0x41;  // L, DDP version 1
+        hdr[1] = 0x43;  // RDMAP version 1, opcode 3 (send)
+        hl = 18;
+    }
+    out[4] = 0;
+    out[5] = static_cast<uint8_t>(hl);
+    std::memcpy(out + 6, hdr, hl);
+    return 6 + hl;
+}
+
+// --------------------------------------------------------------------------- records
+
+// One outstanding operation at the initiator (submission order). The engine keeps the
+// local memory pinned until tx_complete.
+struct OpRec {
+    uint32_t seq = 0;
+    OpKind kind = OpKind::Send;
+    bool solicited = false;
+    bool inline_data = false;
+    bool sent = false;
+    bool ready = false;
+    OpResult result{};
+    std::array<IoSpan, L::kMaxIov> local{};
+    uint32_t nlocal = 0;
+    uint64_t length = 0;
+    uint32_t remote_stag = 0;
+    uint64_t remote_to = 0;
+    uint32_t immediate = 0;
+    uint64_t op1 = 0, op2 = 0;
+    uint64_t *atomic_result = nullptr;
+    uint64_t placed = 0;  // Read without CMA: bytes copied out of the target's chunks
+};
+
+// A control entry waiting for room in the peer's resp ring.
+struct Ctl {
+    L::Type type = L::Type::Ack;
+    uint8_t flags = 0;
+    uint32_t stag = 0;
+    uint64_t a = 0, b = 0;
+    uint32_t seq = 0;
+    uint16_t len = 0;
+    uint8_t payload[48] = {};
+};
+
+// The request the target is working on across progress calls (copy path without CMA).
+struct TargetOp {
+    bool active = false;
+    L::Type type = L::Type::SendRemote;
+    uint8_t flags = 0;
+    uint32_t seq = 0, stag = 0, imm = 0;
+    uint64_t to = 0, length = 0;
+    uint64_t next = 0;  // next offset to request (Pull) or push (ReadChunk)
+    uint64_t done = 0;  // bytes placed (Pull)
+    RxRecv recv{};
+    bool recv_open = false;
+    IoSpan mem{};  // write destination or read source (tagged)
+    void *ref = nullptr;
+};
+
+enum class ChunkUse : uint8_t { Free, Pull, Push };
+
+class Core final : public ProgressSource {
+  public:
+    Core(std::unique_ptr<Link> link, ProgressEngine &pe) : link_(std::move(link)), pe_(pe) {
+        me_ = link_->mine.header();
+        peer_ = link_->peer.header();
+        std::byte *m = link_->mine.get();
+        std::byte *p = link_->peer.get();
+        // Synchronisation keys for ThreadSanitizer (see sync_release): our segment at our
+        // address; the peer's at the peer's address, when the peer is this process.
+        my_key_ = link_->peer_canon ? m : nullptr;
+        peer_key_ = link_->peer_canon;
+        req_rx_.init(m + L::kReqOff, L::kReqSlots, &me_->req_cons, my_key_);
+        resp_rx_.init(m + L::kRespOff, L::kRespSlots, &me_->resp_cons, my_key_);
+        req_tx_.init(p + L::kReqOff, L::kReqSlots, &peer_->req_cons, peer_key_);
+        resp_tx_.init(p + L::kRespOff, L::kRespSlots, &peer_->resp_cons, peer_key_);
+        my_bounce_ = m + L::kBounceOff;
+        peer_bounce_ = p + L::kBounceOff;
+        token_ = pe_.add(this, /*memory_polled=*/true);
+    }
+    ~Core() override {
+        if (token_.valid()) pe_.remove(token_);
+        std::atomic_ref<uint32_t>(me_->need_wake).store(0, std::memory_order_relaxed);
+    }
+    bool ok() const { return token_.valid(); }
+    std::unique_ptr<Link> take_link() { return std::move(link_); }
+
+    void attach(Endpoint *ep) {
+        ep_ = ep;
+        attached_.store(true, std::memory_order_release);
+        if (!pe_.watch(token_, link_->sock, EPOLLIN | EPOLLRDHUP, /*thread_only=*/true))
+            peer_gone_.store(true, std::memory_order_release);
+        wake();
+    }
+    void shutdown_owner() {
+        if (attached_.load(std::memory_order_acquire) && !detached_.load(std::memory_order_acquire))
+            detach();
+        if (token_.valid()) {
+            pe_.remove(token_);
+            token_ = {};
+        }
+    }
+
+    OpResult submit(const OutboundOp &op);
+    void terminate(TerminateCode code, std::span<const uint8_t> msg);
+    void close(CloseKind kind);
+    void detach();
+
+    void progress(uint32_t events) override;
+    bool arm_wakeup() override;
+    void disarm_wakeup() override {
+        std::atomic_ref<uint32_t>(me_->need_wake).store(0, std::memory_order_relaxed);
+    }
+
+  private:
+    bool enter_ep() {
+        in_ep_.fetch_add(1, std::memory_order_seq_cst);
+        if (detached_.load(std::memory_order_seq_cst)) {
+            in_ep_.fetch_sub(1, std::memory_order_release);
+            return false;
+        }
+        return true;
+    }
+    void leave_ep() { in_ep_.fetch_sub(1, std::memory_order_release); }
+    void wake() {
+        work_.store(true, std::memory_order_release);
+        pe_.wake(token_);
+    }
+    void notify_peer();
+
+    // tx
+    bool emit_request(const OpRec &r, bool &broken);
+    void flush_unsent_locked();
+    OpResult finish_now_locked(OpResult r);
+    void fail_all_locked(OpResult first);
+    OpRec *find_locked(uint32_t seq);
+    // control
+    bool push_ctl(const Ctl &c);
+    bool flush_ctl_locked();
+    bool emit_direct_locked(L::Type type, uint32_t seq, const std::byte *data, uint32_t len);
+    // rx
+    bool process_resp();
+    bool process_req();
+    bool handle_req(const L::EntryHdr &h, const std::byte *payload);
+    bool handle_resp(const L::EntryHdr &h, const std::byte *payload);
+    bool parse_iovs(const L::EntryHdr &h, const std::byte *payload, uint64_t total,
+                    std::array<iovec, L::kMaxIov> &out, uint32_t &n);
+    void target_failed(TerminateCode code, bool tagged, uint32_t stag, uint64_t to);
+    void protocol_error();
+    void cma_failed();
+    void pump_target();
+    void finish_target();
+    void release_target();
+    void stream_end(CloseKind kind);
+    void report_ready();
+    bool quick_check(uint32_t events) const;
+
+    std::unique_ptr<Link> link_;
+    ProgressEngine &pe_;
+    ProgressEngine::Token token_{};
+    L::SegHeader *me_ = nullptr;
+    L::SegHeader *peer_ = nullptr;
+    std::byte *my_bounce_ = nullptr;
+    std::byte *peer_bounce_ = nullptr;
+    const void *my_key_ = nullptr;
+    const void *peer_key_ = nullptr;
+    Endpoint *ep_ = nullptr;
+    std::atomic<bool> attached_{false};
+    std::atomic<bool> detached_{false};
+    std::atomic<uint32_t> in_ep_{0};
+    std::atomic<bool> work_{false};       // progress has something to do besides the rings
+    std::atomic<bool> peer_gone_{false};  // EOF/HUP on the socket, or a dead CMA peer
+    std::atomic<bool> rx_open_{true};     // arrivals are delivered
+    std::atomic<bool> closed_{false};     // the stream is over for new operations
+
+    // req ring producer: the posting thread (fast path, when unsent_ == 0) or whoever
+    // holds mu_ (flush_unsent_locked).
+    Producer req_tx_;
+    // Guarded by mu_.
+    std::mutex mu_;
+    std::deque<OpRec> ops_;
+    uint32_t next_seq_ = 1;
+    uint32_t reporting_ = 0;
+    std::atomic<uint32_t> unsent_{0};      // records not yet in the peer's ring
+    std::atomic<uint32_t> unreported_{0};  // records not yet reported (or being reported)
+
+    // Guarded by ctl_mu_: the resp ring producer and the control queue.
+    std::mutex ctl_mu_;
+    Producer resp_tx_;
+    std::array<Ctl, kCtlCap> ctl_{};
+    size_t ctl_head_ = 0, ctl_n_ = 0;
+    std::atomic<size_t> ctl_pending_{0};
+    bool close_sent_ = false;  // Close or Terminate queued: nothing may follow
+
+    // Progress only.
+    Consumer req_rx_, resp_rx_;
+    TargetOp cur_;
+    std::array<ChunkUse, L::kBounceChunks> chunk_{};
+    std::array<uint64_t, L::kBounceChunks> chunk_off_{}, chunk_len_{};
+    std::array<uint32_t, L::kBounceChunks> chunk_seq_{};
+    bool peer_close_seen_ = false;  // Close entry arrived: deliver once the req ring drained
+    bool told_closed_ = false;
+    bool socket_done_ = false;
+    bool req_stalled_ = false;  // the req ring head waits for room in the resp ring
+};
+
+// ----------------------------------------------------------------------------- tx side
+
+void Core::notify_peer() {
+    // Dekker pair with arm_wakeup(), through RMWs on the sleeper's need_wake (no fences:
+    // an RMW reads the latest value in the word's modification order). If the sleeper's
+    // exchange(1) came first, ours reads 1 and we ring; if ours came first, the sleeper's
+    // acquire RMW reads from our release RMW, so it sees everything we published before
+    // (the entry or the consumed index) when it re-checks, and does not sleep.
+    std::atomic_ref<uint32_t> w(peer_->need_wake);
+    sync_release(peer_key_);
+    if (w.exchange(0, std::memory_order_acq_rel) == 0) return;
+    char b = 0;
+    // Non-blocking: a full socket buffer means a wake-up is already pending there.
+    [[maybe_unused]] ssize_t r = ::send(link_->sock, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    counters().doorbells.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool Core::emit_request(const OpRec &r, bool &broken) {
+    L::Type type;
+    uint8_t flags = r.solicited ? L::kFlagSolicited : 0;
+    uint32_t payload = 0;
+    bool remote_iov = false;
+    switch (r.kind) {
+        case OpKind::Send:
+        case OpKind::SendInvalidate:
+        case OpKind::SendImmediate:
+            if (r.kind == OpKind::SendInvalidate) flags |= L::kFlagInvalidate;
+            if (r.kind == OpKind::SendImmediate) flags |= L::kFlagImmediate;
+            remote_iov = !r.inline_data;
+            type = r.inline_data ? L::Type::SendInline : L::Type::SendRemote;
+            break;
+        case OpKind::RdmaWrite:
+        case OpKind::RdmaWriteImmediate:
+            if (r.kind == OpKind::RdmaWriteImmediate) flags |= L::kFlagImmediate;
+            remote_iov = !r.inline_data;
+            type = r.inline_data ? L::Type::WriteInline : L::Type::WriteRemote;
+            break;
+        case OpKind::RdmaRead:
+            remote_iov = true;
+            type = L::Type::ReadReq;
+            break;
+        case OpKind::FetchAdd:
+        case OpKind::CompareSwap:
+            if (r.kind == OpKind::CompareSwap) flags |= L::kFlagCmpSwap;
+            type = L::Type::Atomic;
+            payload = 16;
+            break;
+        default:
+            return false;
+    }
+    uint32_t niov = 0;
+    if (remote_iov) {
+        for (uint32_t i = 0; i < r.nlocal; ++i)
+            niov += r.local[i].len != 0;
+        payload = niov * sizeof(L::Iov);
+    } else if (r.inline_data) {
+        payload = static_cast<uint32_t>(r.length);
+    }
+    uint32_t k = L::slots_for(payload);
+    L::EntryHdr *e = req_tx_.reserve(k, broken);
+    if (!e) return false;
+    e->type = type;
+    e->flags = flags;
+    e->stag = r.remote_stag;
+    e->a = r.remote_to;
+    e->b = r.length;
+    e->seq = r.seq;
+    e->imm = r.immediate;
+    e->len = static_cast<uint16_t>(payload);
+    auto *out = reinterpret_cast<std::byte *>(e) + L::kHdrBytes;
+    if (type == L::Type::Atomic) {
+        std::memcpy(out, &r.op1, 8);
+        std::memcpy(out + 8, &r.op2, 8);
+    } else if (remote_iov) {
+        for (uint32_t i = 0; i < r.nlocal; ++i) {
+            if (!r.local[i].len) continue;
+            L::Iov v{reinterpret_cast<uintptr_t>(r.local[i].ptr), r.local[i].len};
+            std::memcpy(out, &v, sizeof v);
+            out += sizeof v;
+        }
+    } else {
+        gather(r.local.data(), r.nlocal, 0, out, r.length);
+    }
+    req_tx_.publish(e, k);
+    return true;
+}
+
+OpResult Core::finish_now_locked(OpResult r) {
+    // In order: immediate only when nothing older is outstanding or being reported.
+    if (ops_.empty() && reporting_ == 0) return r;
+    OpRec &rec = ops_.emplace_back();
+    rec.seq = next_seq_++;
+    rec.sent = true;
+    rec.ready = true;
+    rec.result = r;
+    unreported_.fetch_add(1, std::memory_order_acq_rel);
+    wake();
+    return {OpOutcome::Pending, {}};
+}
+
+OpResult Core::submit(const OutboundOp &op) {
+    bool small = (op.kind == OpKind::Send || op.kind == OpKind::SendInvalidate ||
+                  op.kind == OpKind::SendImmediate || op.kind == OpKind::RdmaWrite ||
+                  op.kind == OpKind::RdmaWriteImmediate) &&
+                 op.length <= L::kInlineMax;
+    bool fits = op.local.size() <= L::kMaxIov;
+    // Fast path: a small Send or Write with nothing outstanding goes straight into the
+    // peer's ring and completes now. unsent_ == 0 also means nobody else produces into
+    // the req ring (the last flush released it to us).
+    if (small && fits && unsent_.load(std::memory_order_acquire) == 0 &&
+        unreported_.load(std::memory_order_acquire) == 0 &&
+        !closed_.load(std::memory_order_acquire)) {
+        OpRec r;
+        r.kind = op.kind;
+        r.solicited = op.solicited;
+        r.inline_data = true;
+        std::copy(op.local.begin(), op.local.end(), r.local.begin());
+        r.nlocal = static_cast<uint32_t>(op.local.size());
+        r.length = op.length;
+        r.remote_stag = op.remote_stag;
+        r.remote_to = op.remote_to;
+        r.immediate = op.immediate;
+        bool broken = false;
+        if (emit_request(r, broken)) {
+            notify_peer();
+            return {OpOutcome::Done, {}};
+        }
+        if (broken) protocol_error();
+    }
+    std::unique_lock lk(mu_);
+    if (closed_.load(std::memory_order_acquire) || detached_.load(std::memory_order_acquire))
+        return finish_now_locked({OpOutcome::Disconnected, {}});
+    if (!fits) return finish_now_locked({OpOutcome::Terminated, kTermUnexpectedOp});
+    OpRec &rec = ops_.emplace_back();
+    rec.seq = next_seq_++;
+    rec.kind = op.kind;
+    rec.solicited = op.solicited;
+    rec.inline_data = small;
+    std::copy(op.local.begin(), op.local.end(), rec.local.begin());
+    rec.nlocal = static_cast<uint32_t>(op.local.size());
+    rec.length = op.length;
+    rec.remote_stag = op.remote_stag;
+    rec.remote_to = op.remote_to;
+    rec.immediate = op.immediate;
+    rec.op1 = op.operand1;
+    rec.op2 = op.operand2;
+    rec.atomic_result = op.atomic_result;
+    unreported_.fetch_add(1, std::memory_order_acq_rel);
+    unsent_.fetch_add(1, std::memory_order_acq_rel);
+    flush_unsent_locked();
+    bool queued = unsent_.load(std::memory_order_relaxed) != 0;
+    lk.unlock();
+    notify_peer();
+    if (queued) wake();  // progress retries once the peer made room
+    return {OpOutcome::Pending, {}};
+}
+
+void Core::flush_unsent_locked() {
+    if (unsent_.load(std::memory_order_relaxed) == 0) return;
+    bool broken = false;
+    // Unsent records are the newest ones; skip the (few) already sent in front of them.
+    auto it = ops_.begin();
+    while (it != ops_.end() && it->sent)
+        ++it;
+    for (; it != ops_.end() && unsent_.load(std::memory_order_relaxed) != 0; ++it) {
+        OpRec &r = *it;
+        if (r.sent || r.ready) continue;
+        if (closed_.load(std::memory_order_acquire)) break;
+        if (!emit_request(r, broken)) break;
+        r.sent = true;
+        if (r.inline_data) {  // handed over: done, like a Send in the kernel's buffer
+            r.ready = true;
+            r.result = {OpOutcome::Done, {}};
+            work_.store(true, std::memory_order_release);
+        }
+        // Release: a poster that reads 0 here may produce into the ring itself.
+        unsent_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    if (broken) {
+        closed_.store(true, std::memory_order_release);
+        peer_gone_.store(true, std::memory_order_release);
+        work_.store(true, std::memory_order_release);
+    }
+}
+
+void Core::fail_all_locked(OpResult first) {
+    bool is_first = true;
+    for (OpRec &o : ops_) {
+        if (o.ready) continue;
+        o.ready = true;
+        o.result = is_first ? first : OpResult{OpOutcome::Disconnected, {}};
+        is_first = false;
+    }
+    unsent_.store(0, std::memory_order_release);
+    work_.store(true, std::memory_order_release);
+}
+
+OpRec *Core::find_locked(uint32_t seq) {
+    if (ops_.empty()) return nullptr;
+    uint32_t d = seq - ops_.front().seq;  // sequence numbers are consecutive (mod 2^32)
+    if (d >= ops_.size()) return nullptr;
+    OpRec &r = ops_[d];
+    return r.seq == seq && r.sent && !r.ready ? &r : nullptr;
+}
+
+// --------------------------------------------------------------------------- control
+
+bool Core::emit_direct_locked(L::Type type, uint32_t seq, const std::byte *data, uint32_t len) {
+    uint32_t k = L::slots_for(len);
+    bool broken = false;
+    L::EntryHdr *e = resp_tx_.reserve(k, broken);
+    if (!e) return false;
+    e->type = type;
+    e->flags = 0;
+    e->stag = 0;
+    e->a = e->b = 0;
+    e->seq = seq;
+    e->imm = 0;
+    e->len = static_cast<uint16_t>(len);
+    std::memcpy(reinterpret_cast<std::byte *>(e) + L::kHdrBytes, data, len);
+    resp_tx_.publish(e, k);
+    return true;
+}
+
+bool Core::flush_ctl_locked() {
+    bool any = false;
+    while (ctl_n_ > 0) {
+        const Ctl &c = ctl_[ctl_head_];
+        uint32_t k = L::slots_for(c.len);
+        bool broken = false;
+        L::EntryHdr *e = resp_tx_.reserve(k, broken);
+        if (!e) break;
+        e->type = c.type;
+        e->flags = c.flags;
+        e->stag = c.stag;
+        e->a = c.a;
+        e->b = c.b;
+        e->seq = c.seq;
+        e->imm = 0;
+        e->len = c.len;
+        std::memcpy(reinterpret_cast<std::byte *>(e) + L::kHdrBytes, c.payload, c.len);
+        resp_tx_.publish(e, k);
+        ctl_head_ = (ctl_head_ + 1) % kCtlCap;
+        --ctl_n_;
+        any = true;
+    }
+    ctl_pending_.store(ctl_n_, std::memory_order_release);
+    return any;
+}
+
+bool Core::push_ctl(const Ctl &c) {
+    std::lock_guard lk(ctl_mu_);
+    if (close_sent_) return false;        // nothing follows a Close or Terminate
+    if (ctl_n_ == kCtlCap) return false;  // cannot happen: consumption is gated on room
+    ctl_[(ctl_head_ + ctl_n_) % kCtlCap] = c;
+    ++ctl_n_;
+    if (c.type == L::Type::Close || c.type == L::Type::Terminate) close_sent_ = true;
+    flush_ctl_locked();
+    return true;
+}
+
+// ------------------------------------------------------------------------ rx helpers
+
+bool Core::parse_iovs(const L::EntryHdr &h, const std::byte *payload, uint64_t total,
+                      std::array<iovec, L::kMaxIov> &out, uint32_t &n) {
+    if (h.len % sizeof(L::Iov) != 0 || h.len / sizeof(L::Iov) > L::kMaxIov) return false;
+    n = h.len / sizeof(L::Iov);
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        L::Iov v;
+        std::memcpy(&v, payload + i * sizeof v, sizeof v);
+        if (v.len == 0 || v.addr + v.len < v.addr || sum + v.len < sum) return false;
+        sum += v.len;
+        out[i] = {reinterpret_cast<void *>(static_cast<uintptr_t>(v.addr)),
+                  static_cast<size_t>(v.len)};
+    }
+    return sum == total;
+}
+
+// The engine refused an arrival (it raised its event and moved to Terminate): send the
+// Terminate it describes and stop delivering.
+void Core::target_failed(TerminateCode code, bool tagged, uint32_t stag, uint64_t to) {
+    rx_open_.store(false, std::memory_order_release);
+    closed_.store(true, std::memory_order_release);
+    {
+        std::lock_guard lk(mu_);
+        fail_all_locked({OpOutcome::Disconnected, {}});
+    }
+    Ctl c;
+    c.type = L::Type::Terminate;
+    c.stag = uint32_t{code.layer} << 16 | uint32_t{code.etype} << 8 | code.ecode;
+    uint8_t msg[48];
+    c.len = static_cast<uint16_t>(build_term_msg(code, tagged, stag, to, msg));
+    std::memcpy(c.payload, msg, c.len);
+    push_ctl(c);
+}
+
+// The peer's entries make no sense: a stream error, as TCP reports a framing error.
+void Core::protocol_error() {
+    if (!rx_open_.exchange(false, std::memory_order_acq_rel)) return;
+    closed_.store(true, std::memory_order_release);
+    {
+        std::lock_guard lk(mu_);
+        fail_all_locked({OpOutcome::Disconnected, {}});
+    }
+    if (cur_.recv_open) {
+        ep_->rx_recv_abort(cur_.recv, RI_WC_STATUS_LOCAL_QP_CATASTROPHIC);
+        cur_.recv_open = false;
+    }
+    Ctl c;
+    c.type = L::Type::Terminate;
+    c.stag = uint32_t{kTermUnexpectedOp.layer} << 16 | uint32_t{kTermUnexpectedOp.etype} << 8 |
+             kTermUnexpectedOp.ecode;
+    uint8_t msg[48];
+    c.len = static_cast<uint16_t>(build_term_msg(kTermUnexpectedOp, false, 0, 0, msg));
+    std::memcpy(c.payload, msg, c.len);
+    push_ctl(c);
+    ep_->rx_stream_error(kTermUnexpectedOp);
+}
+
+// A cross-memory copy failed: the peer process is gone (ESRCH) or lied about its memory.
+// Either way the connection cannot continue.
+void Core::cma_failed() {
+    peer_gone_.store(true, std::memory_order_release);
+    ::shutdown(link_->sock, SHUT_RDWR);
+}
+
+// ------------------------------------------------------------------------- target side
+
+void Core::release_target() {
+    if (cur_.ref) ep_->rx_tagged_release(cur_.ref);
+    cur_.ref = nullptr;
+    if (cur_.recv_open) ep_->rx_recv_abort(cur_.recv, RI_WC_STATUS_WR_FLUSHED_ERROR);
+    cur_.recv_open = false;
+    cur_.active = false;
+}
+
+void Core::finish_target() {
+    // Pull path: every byte is placed.
+    TargetOp &t = cur_;
+    bool se = t.flags & L::kFlagSolicited;
+    RxStatus st = RxStatus::success();
+    if (t.type == L::Type::SendRemote) {
+        OpKind kind = t.flags & L::kFlagInvalidate  ? OpKind::SendInvalidate
+                      : t.flags & L::kFlagImmediate ? OpKind::SendImmediate
+                                                    : OpKind::Send;
+        t.recv_open = false;
+        st = ep_->rx_recv_end(t.recv, kind, t.length, se, t.stag, t.imm);
+    } else {
+        if (t.ref) ep_->rx_tagged_release(t.ref);
+        t.ref = nullptr;
+        if (t.flags & L::kFlagImmediate) st = ep_->rx_write_immediate(t.length, t.imm, se);
+    }
+    t.active = false;
+    if (!st.ok) {
+        target_failed(st.term, false, 0, 0);
+        return;
+    }
+    Ctl c;
+    c.type = L::Type::Ack;
+    c.seq = t.seq;
+    push_ctl(c);
+}
+
+// Without CMA: keeps up to kBounceChunks chunks moving for the current request.
+void Core::pump_target() {
+    TargetOp &t = cur_;
+    if (!t.active) return;
+    bool push = t.type == L::Type::ReadReq;
+    while (t.next < t.length) {
+        uint32_t idx = kNoChunk;
+        for (uint32_t i = 0; i < L::kBounceChunks; ++i)
+            if (chunk_[i] == ChunkUse::Free) {
+                idx = i;
+                break;
+            }
+        if (idx == kNoChunk) return;
+        uint64_t len = std::min<uint64_t>(L::kBounceChunk, t.length - t.next);
+        Ctl c;
+        c.seq = t.seq;
+        c.stag = idx;
+        c.a = t.next;
+        c.b = len;
+        chunk_seq_[idx] = t.seq;
+        chunk_off_[idx] = t.next;
+        chunk_len_[idx] = len;
+        if (push) {
+            std::memcpy(my_bounce_ + idx * L::kBounceChunk, t.mem.ptr + t.next, len);
+            chunk_[idx] = ChunkUse::Push;
+            c.type = L::Type::ReadChunk;
+        } else {
+            chunk_[idx] = ChunkUse::Pull;
+            c.type = L::Type::Pull;
+        }
+        t.next += len;
+        if (!push_ctl(c)) {
+            chunk_[idx] = ChunkUse::Free;
+            return;
+        }
+    }
+    if (push && t.next == t.length) {
+        // Every byte is in a chunk: the source may go; the initiator completes the read
+        // when it has copied the last chunk out.
+        if (t.ref) ep_->rx_tagged_release(t.ref);
+        t.ref = nullptr;
+        t.active = false;
+    }
+}
+
+bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
+    bool se = h.flags & L::kFlagSolicited;
+    std::array<iovec, L::kMaxIov> iov;
+    uint32_t niov = 0;
+    switch (h.type) {
+        case L::Type::SendInline: {
+            if (h.len > L::kInlineMax) return protocol_error(), false;
+            OpKind kind = h.flags & L::kFlagInvalidate  ? OpKind::SendInvalidate
+                          : h.flags & L::kFlagImmediate ? OpKind::SendImmediate
+                                                        : OpKind::Send;
+            IoSpan p{const_cast<std::byte *>(payload), h.len};
+            RxStatus st = ep_->rx_send(kind, {&p, h.len ? 1u : 0u}, h.len, se, h.stag, h.imm);
+            if (!st.ok) return target_failed(st.term, false, 0, 0), false;
+            return true;
+        }
+        case L::Type::WriteInline: {
+            if (h.len > L::kInlineMax) return protocol_error(), false;
+            if (h.len > 0) {
+                IoSpan dst{};
+                void *ref = nullptr;
+                RxStatus st = ep_->rx_tagged_acquire(h.stag, h.a, h.len, false, dst, ref);
+                if (!st.ok) return target_failed(st.term, true, h.stag, h.a), false;
+                std::memcpy(dst.ptr, payload, h.len);
+                ep_->rx_tagged_release(ref);
+            }
+            if (h.flags & L::kFlagImmediate) {
+                RxStatus st = ep_->rx_write_immediate(h.len, h.imm, se);
+                if (!st.ok) return target_failed(st.term, false, 0, 0), false;
+            }
+            return true;
+        }
+        case L::Type::SendRemote:
+        case L::Type::WriteRemote: {
+            if (h.b == 0 || !parse_iovs(h, payload, h.b, iov, niov)) return protocol_error(), false;
+            TargetOp &t = cur_;
+            t = TargetOp{};
+            t.type = h.type;
+            t.flags = h.flags;
+            t.seq = h.seq;
+            t.stag = h.stag;
+            t.imm = h.imm;
+            t.to = h.a;
+            t.length = h.b;
+            bool send = h.type == L::Type::SendRemote;
+            if (send) {
+                RxStatus st = ep_->rx_recv_begin(t.recv);
+                if (!st.ok) return target_failed(st.term, false, 0, 0), false;
+                t.recv_open = true;
+            } else {
+                RxStatus st = ep_->rx_tagged_acquire(h.stag, h.a, h.b, false, t.mem, t.ref);
+                if (!st.ok) return target_failed(st.term, true, h.stag, h.a), false;
+            }
+            t.active = true;
+            if (!link_->cma) {
+                pump_target();
+                return true;
+            }
+            // Single copy from the initiator's memory into ours.
+            std::array<iovec, L::kMaxIov> local;
+            std::array<void *, L::kMaxIov> refs{};
+            size_t nlocal = 0;
+            bool staged = false;
+            if (send) {
+                std::array<IoSpan, L::kMaxIov> spans;
+                RxStatus st = ep_->rx_recv_map(t.recv, 0, t.length, spans, refs, nlocal);
+                if (!st.ok) {
+                    t.recv_open = false;  // the engine completed the WQE with the fault
+                    t.active = false;
+                    return target_failed(st.term, false, 0, 0), false;
+                }
+                staged = nlocal == 0;
+                for (size_t i = 0; i < nlocal; ++i)
+                    local[i] = {spans[i].ptr, static_cast<size_t>(spans[i].len)};
+            } else {
+                local[0] = {t.mem.ptr, static_cast<size_t>(t.length)};
+                nlocal = 1;
+            }
+            bool ok = true;
+            if (!staged) {
+                ssize_t got =
+                    ::process_vm_readv(link_->peer_pid, local.data(), nlocal, iov.data(), niov, 0);
+                ok = got == static_cast<ssize_t>(t.length);
+            } else {
+                // The endpoint cannot map its receive buffer: stage through our bounce
+                // area (two copies) and place.
+                uint64_t off = 0;
+                while (ok && off < t.length) {
+                    uint64_t n = std::min<uint64_t>(kCmaStage, t.length - off);
+                    // Remote iovecs for [off, off + n).
+                    std::array<iovec, L::kMaxIov> part;
+                    uint32_t np = 0;
+                    uint64_t base = 0;
+                    for (uint32_t i = 0; i < niov; ++i) {
+                        uint64_t s = base, e = base + iov[i].iov_len;
+                        uint64_t lo = std::max(s, off), hi = std::min(e, off + n);
+                        if (lo < hi)
+                            part[np++] = {static_cast<char *>(iov[i].iov_base) + (lo - s),
+                                          static_cast<size_t>(hi - lo)};
+                        base = e;
+                    }
+                    iovec l{my_bounce_, static_cast<size_t>(n)};
+                    ok = ::process_vm_readv(link_->peer_pid, &l, 1, part.data(), np, 0) ==
+                         static_cast<ssize_t>(n);
+                    if (ok) {
+                        RxStatus st =
+                            ep_->rx_recv_place(t.recv, off, {my_bounce_, static_cast<size_t>(n)});
+                        if (!st.ok) {
+                            t.recv_open = false;
+                            t.active = false;
+                            return target_failed(st.term, false, 0, 0), false;
+                        }
+                    }
+                    off += n;
+                }
+            }
+            for (size_t i = 0; i < nlocal; ++i)
+                ep_->rx_tagged_release(refs[i]);
+            if (!ok) {
+                release_target();
+                cma_failed();
+                return false;
+            }
+            t.done = t.length;
+            finish_target();
+            return true;
+        }
+        case L::Type::ReadReq: {
+            if (!parse_iovs(h, payload, h.b, iov, niov)) return protocol_error(), false;
+            if (h.b == 0) {
+                Ctl c;
+                c.type = L::Type::Ack;
+                c.seq = h.seq;
+                push_ctl(c);
+                return true;
+            }
+            IoSpan src{};
+            void *ref = nullptr;
+            RxStatus st = ep_->rx_tagged_acquire(h.stag, h.a, h.b, true, src, ref);
+            if (!st.ok) return target_failed(st.term, true, h.stag, h.a), false;
+            if (h.b <= L::kInlineMax) {
+                bool sent;
+                {
+                    std::lock_guard lk(ctl_mu_);
+                    sent = !close_sent_ && ctl_n_ == 0 &&
+                           emit_direct_locked(L::Type::ReadRespInline, h.seq, src.ptr,
+                                              static_cast<uint32_t>(h.b));
+                }
+                ep_->rx_tagged_release(ref);
+                return sent;  // no room: handled again on a later pass (no side effects)
+            }
+            if (!link_->cma) {
+                TargetOp &t = cur_;
+                t = TargetOp{};
+                t.type = h.type;
+                t.seq = h.seq;
+                t.length = h.b;
+                t.mem = src;
+                t.ref = ref;
+                t.active = true;
+                pump_target();
+                return true;
+            }
+            iovec l{src.ptr, static_cast<size_t>(h.b)};
+            ssize_t put = ::process_vm_writev(link_->peer_pid, &l, 1, iov.data(), niov, 0);
+            ep_->rx_tagged_release(ref);
+            if (put != static_cast<ssize_t>(h.b)) {
+                cma_failed();
+                return false;
+            }
+            Ctl c;
+            c.type = L::Type::Ack;
+            c.seq = h.seq;
+            push_ctl(c);
+            return true;
+        }
+        case L::Type::Atomic: {
+            if (h.len != 16) return protocol_error(), false;
+            uint64_t op1, op2, orig = 0;
+            std::memcpy(&op1, payload, 8);
+            std::memcpy(&op2, payload + 8, 8);
+            OpKind kind = h.flags & L::kFlagCmpSwap ? OpKind::CompareSwap : OpKind::FetchAdd;
+            RxStatus st = ep_->rx_atomic(kind, h.stag, h.a, op1, op2, orig);
+            if (!st.ok) return target_failed(st.term, true, h.stag, h.a), false;
+            Ctl c;
+            c.type = L::Type::AtomicResp;
+            c.seq = h.seq;
+            c.a = orig;
+            push_ctl(c);
+            return true;
+        }
+        default:
+            protocol_error();
+            return false;
+    }
+}
+
+bool Core::process_req() {
+    bool any = false;
+    req_stalled_ = false;
+    while (rx_open_.load(std::memory_order_acquire) && !cur_.active) {
+        if (kCtlCap - ctl_pending_.load(std::memory_order_acquire) < kCtlRoomForReq) {
+            req_stalled_ = true;
+            break;
+        }
+        L::EntryHdr h;
+        const std::byte *payload = nullptr;
+        Consumer::Peek pk = req_rx_.peek(h, payload);
+        if (pk == Consumer::Peek::Empty) break;
+        if (pk == Consumer::Peek::Bad) {
+            protocol_error();
+            break;
+        }
+        bool stall = h.type == L::Type::ReadReq && h.b != 0 && h.b <= L::kInlineMax;
+        bool done = handle_req(h, payload);
+        if (!done && stall && rx_open_.load(std::memory_order_acquire) &&
+            !peer_gone_.load(std::memory_order_acquire)) {
+            req_stalled_ = true;  // inline read response waits for room; entry stays
+            break;
+        }
+        req_rx_.pop(h);
+        any = true;
+        if (!done) break;
+    }
+    return any;
+}
+
+// ---------------------------------------------------------------------- initiator side
+
+bool Core::handle_resp(const L::EntryHdr &h, const std::byte *payload) {
+    switch (h.type) {
+        case L::Type::Ack:
+        case L::Type::ReadRespInline:
+        case L::Type::AtomicResp: {
+            std::lock_guard lk(mu_);
+            OpRec *r = find_locked(h.seq);
+            if (!r) return false;
+            if (h.type == L::Type::Ack) {
+                if (r->inline_data || r->kind == OpKind::FetchAdd || r->kind == OpKind::CompareSwap)
+                    return false;
+                if (r->kind == OpKind::RdmaRead && r->placed != 0) return false;
+            } else if (h.type == L::Type::ReadRespInline) {
+                if (r->kind != OpKind::RdmaRead || h.len != r->length) return false;
+                scatter(r->local.data(), r->nlocal, 0, payload, h.len);
+            } else {
+                if (r->kind != OpKind::FetchAdd && r->kind != OpKind::CompareSwap) return false;
+                if (r->atomic_result) *r->atomic_result = h.a;
+            }
+            r->ready = true;
+            r->result = {OpOutcome::Done, {}};
+            return true;
+        }
+        case L::Type::Pull: {
+            OpRec *r;
+            {
+                std::lock_guard lk(mu_);
+                r = find_locked(h.seq);
+            }
+            // A record that is sent and not ready stays put until we report it (deque
+            // references survive appends), so it can be read without the lock.
+            if (!r || r->inline_data ||
+                (r->kind != OpKind::Send && r->kind != OpKind::SendInvalidate &&
+                 r->kind != OpKind::SendImmediate && r->kind != OpKind::RdmaWrite &&
+                 r->kind != OpKind::RdmaWriteImmediate) ||
+                h.stag >= L::kBounceChunks || h.b == 0 || h.b > L::kBounceChunk ||
+                h.a > r->length || h.b > r->length - h.a)
+                return false;
+            gather(r->local.data(), r->nlocal, h.a, peer_bounce_ + h.stag * L::kBounceChunk, h.b);
+            Ctl c;
+            c.type = L::Type::PullDone;
+            c.seq = h.seq;
+            c.stag = h.stag;
+            c.a = h.a;
+            c.b = h.b;
+            push_ctl(c);
+            return true;
+        }
+        case L::Type::ReadChunk: {
+            OpRec *r;
+            {
+                std::lock_guard lk(mu_);
+                r = find_locked(h.seq);
+            }
+            if (!r || r->kind != OpKind::RdmaRead || h.stag >= L::kBounceChunks || h.b == 0 ||
+                h.b > L::kBounceChunk || h.a != r->placed || h.b > r->length - r->placed)
+                return false;
+            scatter(r->local.data(), r->nlocal, h.a, peer_bounce_ + h.stag * L::kBounceChunk, h.b);
+            Ctl c;
+            c.type = L::Type::ChunkFree;
+            c.stag = h.stag;
+            push_ctl(c);
+            std::lock_guard lk(mu_);
+            r->placed += h.b;
+            if (r->placed == r->length) {
+                r->ready = true;
+                r->result = {OpOutcome::Done, {}};
+            }
+            return true;
+        }
+        case L::Type::PullDone: {
+            uint32_t i = h.stag;
+            TargetOp &t = cur_;
+            if (i >= L::kBounceChunks || chunk_[i] != ChunkUse::Pull || chunk_seq_[i] != h.seq ||
+                chunk_off_[i] != h.a || chunk_len_[i] != h.b || !t.active || t.seq != h.seq)
+                return false;
+            const std::byte *src = my_bounce_ + i * L::kBounceChunk;
+            if (t.type == L::Type::SendRemote) {
+                RxStatus st = ep_->rx_recv_place(t.recv, h.a, {src, static_cast<size_t>(h.b)});
+                if (!st.ok) {
+                    t.recv_open = false;  // completed with the fault by the engine
+                    chunk_[i] = ChunkUse::Free;
+                    release_target();
+                    target_failed(st.term, false, 0, 0);
+                    return true;
+                }
+            } else {
+                std::memcpy(t.mem.ptr + h.a, src, h.b);
+            }
+            chunk_[i] = ChunkUse::Free;
+            t.done += h.b;
+            if (t.done == t.length)
+                finish_target();
+            else
+                pump_target();
+            return true;
+        }
+        case L::Type::ChunkFree: {
+            uint32_t i = h.stag;
+            if (i >= L::kBounceChunks || chunk_[i] != ChunkUse::Push) return false;
+            chunk_[i] = ChunkUse::Free;
+            pump_target();
+            return true;
+        }
+        case L::Type::Terminate: {
+            TerminateCode code{static_cast<uint8_t>(h.stag >> 16),
+                               static_cast<uint8_t>(h.stag >> 8), static_cast<uint8_t>(h.stag)};
+            rx_open_.store(false, std::memory_order_release);
+            closed_.store(true, std::memory_order_release);
+            {
+                std::lock_guard lk(mu_);
+                // The oldest unfinished op is the one the peer failed (in-order stream).
+                fail_all_locked({OpOutcome::Terminated, code});
+            }
+            if (cur_.active || cur_.recv_open) release_target();
+            {
+                std::lock_guard lk(ctl_mu_);
+                close_sent_ = true;  // the peer stopped listening
+            }
+            // The Terminate goes first; the outstanding ops are reported afterwards.
+            told_closed_ = true;
+            ep_->rx_terminate(code, {reinterpret_cast<const uint8_t *>(payload), h.len});
+            return true;
+        }
+        case L::Type::Close:
+            peer_close_seen_ = true;
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool Core::process_resp() {
+    bool any = false;
+    while (rx_open_.load(std::memory_order_acquire) && !peer_close_seen_) {
+        L::EntryHdr h;
+        const std::byte *payload = nullptr;
+        Consumer::Peek pk = resp_rx_.peek(h, payload);
+        if (pk == Consumer::Peek::Empty) break;
+        if (pk == Consumer::Peek::Bad) {
+            protocol_error();
+            break;
+        }
+        resp_rx_.pop(h);
+        any = true;
+        if (!handle_resp(h, payload)) {
+            protocol_error();
+            break;
+        }
+    }
+    return any;
+}
+
+// ---------------------------------------------------------------------------- progress
+
+// True when progress() has something it can act on now. It must not be true for work
+// that waits on the peer (a stalled ring head, a pull in flight, a full ring), or the
+// progress thread would spin instead of sleeping.
+bool Core::quick_check(uint32_t events) const {
+    if (events != 0 || work_.load(std::memory_order_acquire)) return true;
+    if (rx_open_.load(std::memory_order_acquire)) {
+        if (!peer_close_seen_ && resp_rx_.ready()) return true;
+        if (!cur_.active && req_rx_.ready() &&
+            (!req_stalled_ || resp_tx_.space_returned() ||
+             kCtlCap - ctl_pending_.load(std::memory_order_acquire) >= kCtlRoomForReq))
+            return true;
+    }
+    if (peer_close_seen_ && !told_closed_) return true;
+    if (peer_gone_.load(std::memory_order_acquire) && !socket_done_) return true;
+    return (unsent_.load(std::memory_order_acquire) != 0 && req_tx_.space_returned()) ||
+           (ctl_pending_.load(std::memory_order_acquire) != 0 && resp_tx_.space_returned());
+}
+
+void Core::progress(uint32_t events) {
+    if (!attached_.load(std::memory_order_acquire)) return;
+    // Inline pollers call this on every empty CQ poll: a few loads when idle.
+    if (!quick_check(events)) return;
+    work_.store(false, std::memory_order_release);
+    if (events && !socket_done_) {
+        // Doorbell bytes, or the end of the peer.
+        char buf[256];
+        for (;;) {
+            ssize_t n = ::recv(link_->sock, buf, sizeof buf, MSG_DONTWAIT);
+            if (n > 0) continue;
+            if (n < 0 && errno == EINTR) continue;
+            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) ||
+                (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)))
+                peer_gone_.store(true, std::memory_order_release);
+            break;
+        }
+    }
+    bool consumed = false;
+    if (enter_ep()) {
+        // Responses first (they free our records and chunks), then requests in order.
+        consumed |= process_resp();
+        consumed |= process_req();
+        if (peer_close_seen_ && !told_closed_) {
+            // Graceful close: deliver what was sent before it. An operation the target
+            // was pulling can no longer complete (the peer flushed it when it closed).
+            for (int guard = 0; guard < 4096; ++guard) {
+                if (cur_.active || cur_.recv_open) release_target();
+                if (!process_req()) break;
+            }
+            if (cur_.active || cur_.recv_open) release_target();
+            told_closed_ = true;
+            rx_open_.store(false, std::memory_order_release);
+            closed_.store(true, std::memory_order_release);
+            {
+                std::lock_guard lk(mu_);
+                fail_all_locked({OpOutcome::Disconnected, {}});
+            }
+            ep_->rx_llp_closed(CloseKind::Graceful);
+        }
+        leave_ep();
+    }
+    consumed |= req_rx_.commit();
+    consumed |= resp_rx_.commit();
+    {
+        std::lock_guard lk(mu_);
+        flush_unsent_locked();
+    }
+    {
+        std::lock_guard lk(ctl_mu_);
+        consumed |= flush_ctl_locked();
+    }
+    if (consumed) notify_peer();
+    if (peer_gone_.load(std::memory_order_acquire) && !socket_done_) {
+        socket_done_ = true;
+        pe_.unwatch(token_);  // level-triggered EOF would fire for ever
+        stream_end(CloseKind::Abortive);
+    }
+    report_ready();
+}
+
+void Core::stream_end(CloseKind kind) {
+    closed_.store(true, std::memory_order_release);
+    rx_open_.store(false, std::memory_order_release);
+    {
+        std::lock_guard lk(mu_);
+        fail_all_locked({OpOutcome::Disconnected, {}});
+    }
+    if (enter_ep()) {
+        if (cur_.active || cur_.recv_open) release_target();
+        if (!told_closed_) {
+            told_closed_ = true;
+            ep_->rx_llp_closed(kind);
+        }
+        leave_ep();
+    }
+}
+
+void Core::report_ready() {
+    for (;;) {
+        if (!enter_ep()) return;
+        OpResult r;
+        bool have = false;
+        {
+            std::lock_guard lk(mu_);
+            if (!ops_.empty() && ops_.front().ready) {
+                r = ops_.front().result;
+                ops_.pop_front();
+                ++reporting_;
+                have = true;
+            }
+        }
+        if (have) ep_->tx_complete(r);
+        if (have) {
+            std::lock_guard lk(mu_);
+            --reporting_;
+            unreported_.fetch_sub(1, std::memory_order_acq_rel);
+        }
+        leave_ep();
+        if (!have) return;
+    }
+}
+
+bool Core::arm_wakeup() {
+    if (!attached_.load(std::memory_order_acquire)) return false;
+    // The sleeper's half of the pair in notify_peer(): announce, then re-check. Anything a
+    // producer published before its RMW on need_wake is visible to the checks below.
+    std::atomic_ref<uint32_t>(me_->need_wake).exchange(1, std::memory_order_acq_rel);
+    sync_acquire(my_key_);
+    return quick_check(0);
+}
+
+// ------------------------------------------------------------------------ engine calls
+
+void Core::terminate(TerminateCode code, std::span<const uint8_t> msg) {
+    rx_open_.store(false, std::memory_order_release);
+    closed_.store(true, std::memory_order_release);
+    {
+        std::lock_guard lk(mu_);
+        fail_all_locked({OpOutcome::Disconnected, {}});
+    }
+    Ctl c;
+    c.type = L::Type::Terminate;
+    c.stag = uint32_t{code.layer} << 16 | uint32_t{code.etype} << 8 | code.ecode;
+    c.len = static_cast<uint16_t>(std::min(msg.size(), sizeof c.payload));
+    std::memcpy(c.payload, msg.data(), c.len);
+    push_ctl(c);
+    notify_peer();
+    wake();
+}
+
+void Core::close(CloseKind kind) {
+    rx_open_.store(false, std::memory_order_release);
+    closed_.store(true, std::memory_order_release);
+    {
+        std::lock_guard lk(mu_);
+        fail_all_locked({OpOutcome::Disconnected, {}});
+    }
+    if (kind == CloseKind::Graceful) {
+        Ctl c;
+        c.type = L::Type::Close;
+        push_ctl(c);
+        notify_peer();
+    } else {
+        // Like a TCP RST: the peer sees the socket end at once.
+        ::shutdown(link_->sock, SHUT_RDWR);
+    }
+    wake();
+}
+
+void Core::detach() {
+    detached_.store(true, std::memory_order_seq_cst);
+    rx_open_.store(false, std::memory_order_release);
+    closed_.store(true, std::memory_order_release);
+    if (ProgressEngine::current() != this) {
+        // Endpoint calls are short (one copy at most); yield-wait like the engine's gates.
+        while (in_ep_.load(std::memory_order_acquire) != 0)
+            std::this_thread::yield();
+    }
+    std::deque<OpRec> left;
+    {
+        std::lock_guard lk(mu_);
+        left.swap(ops_);
+        unsent_.store(0, std::memory_order_release);
+        unreported_.store(0, std::memory_order_release);
+    }
+    if (ep_) {
+        if (cur_.active || cur_.recv_open) release_target();
+        for (OpRec &o : left)
+            ep_->tx_complete(o.ready ? o.result : OpResult{OpOutcome::Disconnected, {}});
+    }
+    wake();
+}
+
+// ---------------------------------------------------------------------------- channel
+
+class ShmChannel final : public Channel {
+  public:
+    explicit ShmChannel(std::unique_ptr<Core> c) : core_(std::move(c)) {}
+    ~ShmChannel() override {
+        core_->shutdown_owner();
+        std::unique_ptr<Link> link = core_->take_link();
+        core_.reset();  // unregistered: nothing runs any more; then unmap and close
+    }
+    bool asynchronous() const override { return true; }
+    void attach(Endpoint *ep) override { core_->attach(ep); }
+    void detach() override { core_->detach(); }
+    OpResult submit(const OutboundOp &op) override { return core_->submit(op); }
+    void terminate(TerminateCode term, std::span<const uint8_t> msg) override {
+        core_->terminate(term, msg);
+    }
+    void close(CloseKind kind) override { core_->close(kind); }
+
+  private:
+    std::unique_ptr<Core> core_;
+};
+
+std::mutex g_mu;
+std::map<int, std::unique_ptr<Link>> g_unclaimed;
+
+std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, bool &mine, ProgressEngine &pe) {
+    std::unique_ptr<Link> link;
+    {
+        std::lock_guard lk(g_mu);
+        auto it = g_unclaimed.find(h);
+        if (it == g_unclaimed.end()) {
+            mine = false;
+            return nullptr;
+        }
+        mine = true;
+        link = std::move(it->second);
+        g_unclaimed.erase(it);
+    }
+    auto core = std::make_unique<Core>(std::move(link), pe);
+    if (!core->ok()) return nullptr;  // the handle is consumed; the link closes with it
+    return std::make_unique<ShmChannel>(std::move(core));
+}
+
+}  // namespace
+
+void ensure_registered() {
+    register_llp_claimer(&claim);
+}
+
+int register_unclaimed(std::unique_ptr<Link> link) {
+    ensure_registered();
+    int h = link->sock;
+    if (h < 0 || h >= (1 << 30)) {  // loopback handles live above 2^30
+        link->sock = -1;            // still the caller's
+        return -1;
+    }
+    std::lock_guard lk(g_mu);
+    g_unclaimed[h] = std::move(link);
+    return h;
+}
+
+bool forget(ri_llp_stream_handle_t h) {
+    std::unique_ptr<Link> link;
+    {
+        std::lock_guard lk(g_mu);
+        auto it = g_unclaimed.find(h);
+        if (it == g_unclaimed.end()) return false;
+        link = std::move(it->second);
+        g_unclaimed.erase(it);
+    }
+    return true;  // `link` closes the socket and unmaps both segments
+}
+
+bool is_unclaimed(ri_llp_stream_handle_t h) {
+    std::lock_guard lk(g_mu);
+    return g_unclaimed.count(h) != 0;
+}
+
+}  // namespace softrnic::transport::shm

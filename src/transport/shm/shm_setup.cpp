@@ -1,0 +1,323 @@
+// Rendezvous helpers and the post-MPA hello of the shm transport (see shm.hpp).
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/memfd.h>
+#include <netinet/in.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "transport/shm/link.hpp"
+#include "transport/shm/shm.hpp"
+
+namespace softrnic::transport::shm {
+
+namespace L = layout;
+
+Counters &counters() {
+    static Counters c;
+    return c;
+}
+
+Stats stats() {
+    Counters &c = counters();
+    return {c.live_links.load(std::memory_order_relaxed),
+            c.mapped_bytes.load(std::memory_order_relaxed),
+            c.cma_links.load(std::memory_order_relaxed),
+            c.doorbells.load(std::memory_order_relaxed)};
+}
+
+Mode mode_from_env() {
+    const char *v = std::getenv("SOFTRNIC_TRANSPORT");
+    if (!v) return Mode::Auto;
+    if (std::strcmp(v, "shm") == 0) return Mode::Shm;
+    if (std::strcmp(v, "tcp") == 0) return Mode::Tcp;
+    return Mode::Auto;
+}
+
+const char *to_string(Mode m) {
+    switch (m) {
+        case Mode::Auto:
+            return "auto";
+        case Mode::Shm:
+            return "shm";
+        case Mode::Tcp:
+            return "tcp";
+    }
+    return "?";
+}
+
+bool cma_allowed_by_env() {
+    const char *v = std::getenv("SOFTRNIC_SHM_CMA");
+    return !(v && std::strcmp(v, "0") == 0);
+}
+
+bool is_any_address(const sockaddr *a) {
+    if (a->sa_family == AF_INET)
+        return reinterpret_cast<const sockaddr_in *>(a)->sin_addr.s_addr == htonl(INADDR_ANY);
+    if (a->sa_family == AF_INET6)
+        return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6 *>(a)->sin6_addr);
+    return false;
+}
+
+bool rendezvous_name(const sockaddr *a, bool wildcard, UnixName &out) {
+    char ip[INET6_ADDRSTRLEN] = "*";
+    unsigned port = 0;
+    int fam = 0;
+    if (a->sa_family == AF_INET) {
+        const auto *s = reinterpret_cast<const sockaddr_in *>(a);
+        if (!wildcard && !::inet_ntop(AF_INET, &s->sin_addr, ip, sizeof ip)) return false;
+        port = ntohs(s->sin_port);
+        fam = 4;
+    } else if (a->sa_family == AF_INET6) {
+        const auto *s = reinterpret_cast<const sockaddr_in6 *>(a);
+        if (!wildcard && !::inet_ntop(AF_INET6, &s->sin6_addr, ip, sizeof ip)) return false;
+        port = ntohs(s->sin6_port);
+        fam = 6;
+    } else {
+        return false;
+    }
+    out = {};
+    out.sa.sun_family = AF_UNIX;
+    // Abstract namespace (leading NUL): per network namespace, no file, gone with the
+    // socket. The name is not NUL-terminated; its length is part of the address.
+    int n = std::snprintf(out.sa.sun_path + 1, sizeof out.sa.sun_path - 1, "softrnic/v%u/%d/%s/%u",
+                          L::kVersion, fam, ip, port);
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof out.sa.sun_path - 1) return false;
+    out.len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
+    return true;
+}
+
+bool is_local_address(const sockaddr *a) {
+    // Binding to an address succeeds exactly when it is configured in this netns.
+    int s = ::socket(a->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0) return false;
+    sockaddr_storage ss{};
+    socklen_t len = a->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    std::memcpy(&ss, a, len);
+    if (a->sa_family == AF_INET)
+        reinterpret_cast<sockaddr_in *>(&ss)->sin_port = 0;
+    else
+        reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_port = 0;
+    bool ok = ::bind(s, reinterpret_cast<sockaddr *>(&ss), len) == 0;
+    ::close(s);
+    return ok;
+}
+
+bool same_user(int sock, pid_t *peer_pid) {
+    ucred cr{};
+    socklen_t len = sizeof cr;
+    if (::getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || len != sizeof cr)
+        return false;
+    if (peer_pid) *peer_pid = cr.pid;
+    return cr.uid == ::geteuid();
+}
+
+namespace {
+
+struct Hello {  // 40 bytes, one sendmsg (with the segment fd)
+    uint64_t magic;
+    uint32_t version;
+    uint32_t seg_bytes;
+    uint64_t probe_addr;   // where the sender's probe word lives in its address space
+    uint64_t probe_value;  // what the word holds
+    uint32_t cma_wanted;   // informative: the sender will use CMA if its probe works
+    uint32_t reserved;
+};
+
+int make_segment(Mapping &out) {
+    int fd = static_cast<int>(
+        ::syscall(SYS_memfd_create, "softrnic-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+    if (fd < 0) return -1;
+    // Owner-only permissions (a memfd is not reachable by path, but be explicit), fixed
+    // size, sealed so the peer can never shrink it under our mapping (SIGBUS).
+    ::fchmod(fd, 0600);
+    if (::ftruncate(fd, static_cast<off_t>(L::kSegmentBytes)) != 0 ||
+        ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        int e = errno;
+        ::close(fd);
+        errno = e;
+        return -1;
+    }
+    void *p = ::mmap(nullptr, L::kSegmentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        int e = errno;
+        ::close(fd);
+        errno = e;
+        return -1;
+    }
+    out = Mapping(static_cast<std::byte *>(p), L::kSegmentBytes);
+    return fd;
+}
+
+}  // namespace
+
+struct Handshake::State {
+    Mapping mine, peer;
+    uint64_t peer_canon = 0;
+    pid_t peer_pid = 0;
+    bool allow_cma = true;
+    bool cma = false;
+    uint64_t probe = 0;
+};
+
+Handshake::Handshake() : st_(std::make_unique<State>()) {}
+Handshake::~Handshake() = default;
+
+bool Handshake::cma() const {
+    return st_->cma;
+}
+
+bool Handshake::start(int sock, bool allow_cma) {
+    State &s = *st_;
+    s.allow_cma = allow_cma;
+    if (!same_user(sock, &s.peer_pid)) {
+        errno = EACCES;
+        return false;
+    }
+    int fd = make_segment(s.mine);
+    if (fd < 0) return false;
+    std::random_device rd;
+    s.probe = (uint64_t{rd()} << 32) ^ rd() ^ 0x5A5A5A5A00000001ull;
+    L::SegHeader *h = s.mine.header();
+    h->magic = L::kMagic;
+    h->version = L::kVersion;
+    h->size = static_cast<uint32_t>(L::kSegmentBytes);
+    std::atomic_ref<uint64_t>(h->probe).store(s.probe, std::memory_order_release);
+
+    Hello hello{};
+    hello.magic = L::kMagic;
+    hello.version = L::kVersion;
+    hello.seg_bytes = static_cast<uint32_t>(L::kSegmentBytes);
+    hello.probe_addr = reinterpret_cast<uintptr_t>(&h->probe);
+    hello.probe_value = s.probe;
+    hello.cma_wanted = allow_cma;
+    iovec iov{&hello, sizeof hello};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctl;
+    mh.msg_controllen = sizeof ctl;
+    cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    ssize_t n;
+    do {
+        n = ::sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    int e = errno;
+    ::close(fd);  // the peer holds its own reference now (or never will)
+    if (n != static_cast<ssize_t>(sizeof hello)) {
+        errno = n < 0 ? e : EPROTO;  // a fresh socket always takes the 40 bytes in one go
+        return false;
+    }
+    return true;
+}
+
+Handshake::Step Handshake::receive(int sock) {
+    State &s = *st_;
+    Hello hello{};
+    iovec iov{&hello, sizeof hello};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int) * 4)] = {};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctl;
+    mh.msg_controllen = sizeof ctl;
+    ssize_t n;
+    do {
+        n = ::recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Step::NeedMore;
+    // Collect every descriptor that came, so none leaks whatever happens next.
+    int fds[4];
+    int nfds = 0;
+    for (cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k && nfds < 4; ++i)
+            std::memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+    }
+    struct CloseAll {
+        int *f;
+        int &n;
+        ~CloseAll() {
+            for (int i = 0; i < n; ++i)
+                ::close(f[i]);
+        }
+    } closer{fds, nfds};
+    if (n == 0) {
+        errno = ECONNRESET;
+        return Step::Failed;
+    }
+    if (n < 0) return Step::Failed;
+    // The hello is one 40-byte sendmsg on a stream that carries nothing else before it;
+    // anything else is not our peer.
+    if (n != static_cast<ssize_t>(sizeof hello) || nfds != 1 || (mh.msg_flags & MSG_CTRUNC) ||
+        hello.magic != L::kMagic || hello.version != L::kVersion ||
+        hello.seg_bytes != L::kSegmentBytes) {
+        errno = EPROTO;
+        return Step::Failed;
+    }
+    // The segment must be what we expect: a regular file of the right size that can no
+    // longer shrink or grow (otherwise the peer could make our accesses fault).
+    struct stat stt {};
+    int seals = ::fcntl(fds[0], F_GET_SEALS);
+    if (::fstat(fds[0], &stt) != 0 || !S_ISREG(stt.st_mode) ||
+        stt.st_size != static_cast<off_t>(L::kSegmentBytes) || seals < 0 ||
+        (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
+        errno = EPROTO;
+        return Step::Failed;
+    }
+    void *p = ::mmap(nullptr, L::kSegmentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+    if (p == MAP_FAILED) return Step::Failed;
+    s.peer = Mapping(static_cast<std::byte *>(p), L::kSegmentBytes);
+    s.peer_canon = hello.probe_addr - offsetof(L::SegHeader, probe);
+    if (s.peer.header()->magic != L::kMagic) {
+        errno = EPROTO;
+        return Step::Failed;
+    }
+    // CMA probe: read the peer's probe word from its address space. Works when ptrace
+    // policy (Yama, seccomp, containers) lets us attach to the peer.
+    s.cma = false;
+    if (s.allow_cma && cma_allowed_by_env() && s.peer_pid > 0) {
+        uint64_t v = 0;
+        iovec l{&v, sizeof v};
+        iovec r{reinterpret_cast<void *>(static_cast<uintptr_t>(hello.probe_addr)), sizeof v};
+        s.cma =
+            ::process_vm_readv(s.peer_pid, &l, 1, &r, 1, 0) == sizeof v && v == hello.probe_value;
+    }
+    return Step::Done;
+}
+
+ri_llp_stream_handle_t Handshake::adopt(int sock) {
+    State &s = *st_;
+    if (!s.mine.get() || !s.peer.get()) return -1;
+    int fl = ::fcntl(sock, F_GETFL);
+    if (fl < 0 || ::fcntl(sock, F_SETFL, fl | O_NONBLOCK) != 0) return -1;
+    auto link = std::make_unique<Link>();
+    link->mine = std::move(s.mine);
+    link->peer = std::move(s.peer);
+    link->peer_pid = s.peer_pid;
+    link->cma = s.cma;
+    if (s.peer_pid == ::getpid())
+        link->peer_canon = reinterpret_cast<const void *>(static_cast<uintptr_t>(s.peer_canon));
+    link->sock = sock;
+    link->count();
+    int h = register_unclaimed(std::move(link));
+    return h;
+}
+
+}  // namespace softrnic::transport::shm

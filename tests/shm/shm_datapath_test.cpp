@@ -1,0 +1,586 @@
+// The data-path matrix across transports: two RNIC instances in one process connected by
+// the in-process loopback pair, or through the connection manager over TCP/iWARP, shm
+// with CMA, and shm with the bounce-buffer copy path (no CMA). Every WR type x sizes
+// {0, 1, 63, 4096, 1 MiB, 16 MiB} x SGE counts {1, 8}, byte-exact with guard bytes and
+// gaps between SGEs; then the remote error paths with the statuses and events TCP gives.
+#include <tuple>
+
+#include "shm_util.hpp"
+
+using namespace st;
+
+namespace {
+
+constexpr size_t kGap = 8;
+constexpr uint8_t kGapByte = 0xEE;
+
+enum class Op { Send, SendSE, SendInv, SendImm, Write, WriteImm, Read, FetchAdd, CmpSwap };
+const char *op_name(Op o) {
+    static const char *n[] = {"Send",     "SendSE", "SendInv",  "SendImm", "Write",
+                              "WriteImm", "Read",   "FetchAdd", "CmpSwap"};
+    return n[static_cast<int>(o)];
+}
+bool is_send(Op o) {
+    return o == Op::Send || o == Op::SendSE || o == Op::SendInv || o == Op::SendImm;
+}
+bool is_atomic(Op o) {
+    return o == Op::FetchAdd || o == Op::CmpSwap;
+}
+// RFC 7306 (atomics, immediate data) is not on the TCP wire yet (README).
+bool supported(Xport x, Op o) {
+    return x != Xport::Tcp || !(is_atomic(o) || o == Op::SendImm || o == Op::WriteImm);
+}
+
+struct Param {
+    Xport x;
+    Op op;
+    size_t size;
+    uint32_t nsge;
+};
+
+std::vector<Param> matrix() {
+    std::vector<Param> v;
+    const Op ops[] = {Op::Send,     Op::SendSE, Op::SendInv,  Op::SendImm, Op::Write,
+                      Op::WriteImm, Op::Read,   Op::FetchAdd, Op::CmpSwap};
+    const size_t sizes[] = {0, 1, 63, 4096, size_t{1} << 20, size_t{16} << 20};
+    for (Xport x : {Xport::Loopback, Xport::Tcp, Xport::Shm, Xport::ShmNoCma})
+        for (Op o : ops) {
+            if (!supported(x, o)) continue;
+            if (is_atomic(o)) {
+                v.push_back({x, o, 8, 1});
+                continue;
+            }
+            for (size_t s : sizes) {
+                v.push_back({x, o, s, 1});
+                if (s >= 8) v.push_back({x, o, s, 8});
+            }
+        }
+    return v;
+}
+
+std::string pname(const ::testing::TestParamInfo<Param> &i) {
+    return std::string(xname(i.param.x)) + "_" + op_name(i.param.op) + "_" +
+           std::to_string(i.param.size) + "B_" + std::to_string(i.param.nsge) + "Sge";
+}
+
+// `n` pieces covering `total` bytes, kGap bytes apart.
+std::vector<ri_data_seg_t> layout(uint8_t *base, ri_ltag_t tag, size_t total, uint32_t n) {
+    std::vector<ri_data_seg_t> s;
+    size_t off = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        size_t len = total / n + (i + 1 == n ? total % n : 0);
+        s.push_back(sge(base + off, uint32_t(len), tag));
+        off += len + kGap;
+    }
+    return s;
+}
+size_t layout_bytes(size_t total, uint32_t n) {
+    return total + kGap * n;
+}
+std::vector<uint8_t> gather(const std::vector<ri_data_seg_t> &s) {
+    std::vector<uint8_t> v;
+    for (auto &e : s) {
+        auto *p = reinterpret_cast<const uint8_t *>(e.addr.vaddr);
+        v.insert(v.end(), p, p + e.len);
+    }
+    return v;
+}
+// The scatter list holds `expect` and every gap byte is untouched.
+void expect_scattered(const Buf &buf, const std::vector<ri_data_seg_t> &s,
+                      const std::vector<uint8_t> &expect) {
+    std::vector<uint8_t> got = gather(s);
+    ASSERT_EQ(got.size(), expect.size());
+    EXPECT_EQ(first_diff(got.data(), expect.data(), got.size()), SIZE_MAX);
+    size_t off = 0;
+    for (auto &e : s) {
+        off += e.len;
+        for (size_t g = 0; g < kGap; ++g)
+            ASSERT_EQ(buf.data()[off + g], kGapByte) << "gap byte overwritten";
+        off += kGap;
+    }
+    EXPECT_TRUE(buf.guards_intact());
+}
+
+// A read of 8 bytes from B, polled on A: completes after B handled everything A sent
+// before it (in-order delivery), so B's memory can be checked.
+void sync_read(Rnic &ra, Qp *a, Buf &local, Mr *lmr, Buf &remote, Mr *rmr) {
+    ri_data_seg_t s = sge(local.data(), 8, lmr->ltag);
+    ASSERT_EQ(post_read(a, kSig, 0xF00D, &s, 1, remote.va(), rmr->rtag), RI_RET_SUCCESS);
+    ri_rc_wc_t wc = must_poll(ra, a->scq);
+    ASSERT_EQ(wc.id, 0xF00Du);
+    ASSERT_EQ(wc.op_status, RI_WC_STATUS_SUCCESS);
+}
+
+class Matrix : public ::testing::TestWithParam<Param> {};
+
+TEST_P(Matrix, Transfer) {
+    const Param p = GetParam();
+    const size_t S = p.size;
+    // Buffers outlive the RNICs (a responder may hold its last reference a moment after
+    // the initiator saw its completion).
+    Buf src(layout_bytes(S, p.nsge) + 8), dst(layout_bytes(S, p.nsge) + 8);
+    Buf remote(std::max<size_t>(S, 8)), scratch(64), scratch_b(64);
+    Rnic ra("a"), rb("b");
+    ASSERT_TRUE(ra.ok() && rb.ok());
+    Qp *a = ra.new_qp(), *b = rb.new_qp();
+    ASSERT_TRUE(a && b);
+    const uint64_t seed = std::hash<std::string>{}(pname({p, 0}));
+    src.fill(seed);
+    dst.set(kGapByte);
+    Mr *msc = ra.reg(scratch, kLocalRW), *msb = rb.reg(scratch_b, kAllRemote);
+    ASSERT_TRUE(msc && msb);
+    const uint64_t wid = 0x1000 + S, rid = 0x2000 + S;
+
+    if (is_send(p.op)) {
+        Mr *ms = ra.reg(src, kLocalRW), *md = rb.reg(dst, kLocalRW);
+        Buf invbuf(64);
+        Mr *inv =
+            p.op == Op::SendInv ? rb.reg(invbuf, kLocalRW | RI_MEM_FLAGS_REMOTE_WRITE) : nullptr;
+        auto sl = layout(src.data(), ms->ltag, S, p.nsge);
+        auto rl = layout(dst.data(), md->ltag, S == 0 ? 16 : S, p.nsge);
+        ASSERT_EQ(post_recv(b, rid, rl.data(), uint_t(rl.size())), RI_RET_SUCCESS);
+        ASSERT_NO_FATAL_FAILURE(bring_up(a, b, p.x));
+        ri_wr_type_t t = p.op == Op::SendInv   ? RI_WR_TYPE_SEND_INVALIDATE
+                         : p.op == Op::SendImm ? RI_WR_TYPE_SEND_IMMEDIATE
+                                               : RI_WR_TYPE_SEND;
+        unsigned fl = kSig | (p.op == Op::SendSE ? RI_WR_SOLICITED_EVENT_FLAG : 0);
+        const uint32_t imm = 0xC0FFEE00u | uint32_t(S & 0xFF);
+        ASSERT_EQ(post_send(a, t, fl, wid, sl.data(), uint_t(sl.size()), inv ? inv->rtag : 0, imm),
+                  RI_RET_SUCCESS);
+        ri_rc_wc_t sw = must_poll(ra, a->scq), rw = must_poll(rb, b->rcq);
+        EXPECT_WC(sw, RI_WC_TYPE_SEND, RI_WC_STATUS_SUCCESS, wid, S);
+        EXPECT_WC(rw, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_SUCCESS, rid, S);
+        unsigned want = p.op == Op::SendSE    ? unsigned(RI_WC_FLAG_SOLICITED_EVENT)
+                        : p.op == Op::SendInv ? unsigned(RI_WC_FLAG_RTAG_INVALIDATE)
+                        : p.op == Op::SendImm ? unsigned(RI_WC_FLAG_IMMEDIATE_DATA)
+                                              : 0u;
+        EXPECT_EQ(unsigned(rw.flags), want);
+        if (p.op == Op::SendImm) {
+            EXPECT_EQ(rw.immediate_data, imm);
+        }
+        if (p.op == Op::SendInv) {
+            EXPECT_EQ(rw.invalidated_rtag, inv->rtag);
+            ri_mr_info_t info{};
+            ASSERT_EQ(ri_mr_query(rb.rnic, inv->h, &info, &rb.err), RI_RET_SUCCESS);
+            EXPECT_EQ(info.stag_state, RI_STAG_STATE_INVALID);
+        }
+        std::vector<uint8_t> expect = gather(sl);
+        std::vector<ri_data_seg_t> got;
+        size_t left = S;
+        for (auto &e : rl) {
+            if (!left) break;
+            ri_data_seg_t x = e;
+            x.len = uint32_t(std::min<size_t>(left, e.len));
+            left -= x.len;
+            got.push_back(x);
+        }
+        if (S > 0) {
+            ASSERT_NO_FATAL_FAILURE(expect_scattered(dst, got, expect));
+        } else {
+            for (size_t i = 0; i < dst.size(); ++i)
+                ASSERT_EQ(dst.data()[i], kGapByte);
+        }
+    } else if (p.op == Op::Write || p.op == Op::WriteImm) {
+        remote.set(0x3C);
+        Mr *ms = ra.reg(src, kLocalRW);
+        Mr *mr = rb.reg(remote, kLocalRW | RI_MEM_FLAGS_REMOTE_WRITE | RI_MEM_FLAGS_REMOTE_READ);
+        Buf rbuf(16);
+        Mr *mrb = rb.reg(rbuf, kLocalRW);
+        auto sl = layout(src.data(), ms->ltag, S, p.nsge);
+        if (p.op == Op::WriteImm) {
+            ri_data_seg_t rs = sge(rbuf.data(), 16, mrb->ltag);
+            ASSERT_EQ(post_recv(b, rid, &rs, 1), RI_RET_SUCCESS);
+        }
+        ASSERT_NO_FATAL_FAILURE(bring_up(a, b, p.x));
+        const uint32_t imm = 0xABC00000u | uint32_t(S & 0xFFFF);
+        ri_wr_type_t t =
+            p.op == Op::WriteImm ? RI_WR_TYPE_RDMA_WRITE_IMMEDIATE : RI_WR_TYPE_RDMA_WRITE;
+        ASSERT_EQ(
+            post_write(a, kSig, wid, sl.data(), uint_t(sl.size()), remote.va(), mr->rtag, t, imm),
+            RI_RET_SUCCESS);
+        ri_rc_wc_t sw = must_poll(ra, a->scq);
+        EXPECT_WC(sw, RI_WC_TYPE_RDMA_WRITE, RI_WC_STATUS_SUCCESS, wid, S);
+        if (p.op == Op::WriteImm) {
+            ri_rc_wc_t rw = must_poll(rb, b->rcq);
+            EXPECT_WC(rw, RI_WC_TYPE_RDMA_IMMEDIATE_RECEIVED, RI_WC_STATUS_SUCCESS, rid, S);
+            EXPECT_EQ(rw.immediate_data, imm);
+        }
+        ASSERT_NO_FATAL_FAILURE(sync_read(ra, a, scratch, msc, scratch_b, msb));
+        EXPECT_TRUE(cq_empty(rb, b->rcq)) << "an RDMA Write consumed a receive";
+        if (S > 0) {
+            std::vector<uint8_t> expect = gather(sl);
+            EXPECT_EQ(first_diff(remote.data(), expect.data(), S), SIZE_MAX);
+        }
+        for (size_t i = S; i < remote.size(); ++i)
+            ASSERT_EQ(remote.data()[i], 0x3C);
+        EXPECT_TRUE(remote.guards_intact());
+    } else if (p.op == Op::Read) {
+        remote.fill(seed + 1);
+        Mr *md = ra.reg(dst, kLocalRW), *mr = rb.reg(remote, kLocalRW | RI_MEM_FLAGS_REMOTE_READ);
+        auto dl = layout(dst.data(), md->ltag, S, p.nsge);
+        ASSERT_NO_FATAL_FAILURE(bring_up(a, b, p.x));
+        ASSERT_EQ(post_read(a, kSig, wid, dl.data(), uint_t(dl.size()), remote.va(), mr->rtag),
+                  RI_RET_SUCCESS);
+        ri_rc_wc_t sw = must_poll(ra, a->scq);
+        EXPECT_WC(sw, RI_WC_TYPE_RDMA_READ, RI_WC_STATUS_SUCCESS, wid, S);
+        std::vector<uint8_t> expect(remote.data(), remote.data() + S);
+        ASSERT_NO_FATAL_FAILURE(expect_scattered(dst, dl, expect));
+        EXPECT_TRUE(remote.guards_intact());
+    } else {
+        Buf result(8);
+        const uint64_t orig = 0x0102030405060708ull ^ seed;
+        std::memcpy(remote.data(), &orig, 8);
+        result.set(0);
+        Mr *mr = rb.reg(
+            remote.data(), 8,
+            kLocalRW | RI_MEM_FLAGS_REMOTE_WRITE | RI_MEM_FLAGS_REMOTE_READ | RI_MEM_FLAGS_ATOMICS);
+        Mr *mres = ra.reg(result, kLocalRW);
+        ASSERT_NO_FATAL_FAILURE(bring_up(a, b, p.x));
+        ri_wr_t w;
+        std::memset(&w, 0, sizeof(w));
+        w.wr_atomic.type =
+            p.op == Op::FetchAdd ? RI_WR_TYPE_FETCH_AND_ADD : RI_WR_TYPE_COMPARE_AND_SWAP;
+        w.wr_atomic.flags = F(kSig);
+        w.wr_atomic.id = wid;
+        w.wr_atomic.rtag = mr->rtag;
+        const uint64_t add = 0x1111000011110001ull, swp = 0xDEADBEEFCAFEF00Dull;
+        w.wr_atomic.atomic_operand1 = p.op == Op::FetchAdd ? add : orig;
+        w.wr_atomic.atomic_operand2 = p.op == Op::FetchAdd ? 0 : swp;
+        w.wr_atomic.atomic_result = sge(result.data(), 8, mres->ltag);
+        ASSERT_EQ(post_wr(a, &w), RI_RET_SUCCESS);
+        ri_rc_wc_t sw = must_poll(ra, a->scq);
+        EXPECT_WC(sw, p.op == Op::FetchAdd ? RI_WC_TYPE_FETCH_AND_ADD : RI_WC_TYPE_COMPARE_AND_SWAP,
+                  RI_WC_STATUS_SUCCESS, wid, 8);
+        uint64_t now = 0, res = 0;
+        std::memcpy(&now, remote.data(), 8);
+        std::memcpy(&res, result.data(), 8);
+        EXPECT_EQ(res, orig);
+        EXPECT_EQ(now, p.op == Op::FetchAdd ? orig + add : swp);
+        EXPECT_TRUE(result.guards_intact());
+    }
+    EXPECT_TRUE(src.guards_intact());
+    EXPECT_TRUE(dst.guards_intact());
+    EXPECT_EQ(state_of(a), RI_QP_STATE_READY_TO_SEND);
+    EXPECT_EQ(state_of(b), RI_QP_STATE_READY_TO_SEND);
+    ra.drain();
+    rb.drain();
+    EXPECT_TRUE(ra.rec.events().empty()) << ra.rec.describe_events();
+    EXPECT_TRUE(rb.rec.events().empty()) << rb.rec.describe_events();
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, Matrix, ::testing::ValuesIn(matrix()), pname);
+
+// ---------------------------------------------------------------------------------------
+// Many operations in flight, mixed, completions in order (flow control of the rings: more
+// requests than ring slots, reads and atomics behind writes).
+
+class Mixed : public ::testing::TestWithParam<Xport> {};
+
+TEST_P(Mixed, ThousandOpsInOrder) {
+    const Xport x = GetParam();
+    constexpr int kN = 1000;
+    const uint32_t len = 3000;  // not inline: every op goes through CMA / the bounce path
+    Buf src(size_t{len} * kN), dst(size_t{len} * kN), remote(size_t{len} * kN),
+        back(size_t{len} * 8);
+    Rnic ra("a"), rb("b");
+    ASSERT_TRUE(ra.ok() && rb.ok());
+    QpOpts o;
+    o.sq = 2048;
+    o.rq = 2048;
+    o.scq = ra.new_cq(4096);
+    o.rcq = ra.new_cq(4096);
+    QpOpts ob = o;
+    ob.scq = rb.new_cq(4096);
+    ob.rcq = rb.new_cq(4096);
+    Qp *a = ra.new_qp(o), *b = rb.new_qp(ob);
+    ASSERT_TRUE(a && b);
+    src.fill(5);
+    Mr *ms = ra.reg(src, kLocalRW), *mback = ra.reg(back, kLocalRW);
+    Mr *md = rb.reg(dst, kLocalRW), *mr = rb.reg(remote, kAllRemote);
+    for (int i = 0; i < kN; i += 2) {  // one receive per Send (the even ops)
+        ri_data_seg_t r = sge(dst.data() + size_t{len} * i, len, md->ltag);
+        ASSERT_EQ(post_recv(b, i, &r, 1), RI_RET_SUCCESS);
+    }
+    ASSERT_NO_FATAL_FAILURE(bring_up(a, b, x));
+    // Sends, writes of the same bytes to `remote`, and every 125th a read back.
+    int posted = 0;
+    for (int i = 0; i < kN; ++i) {
+        ri_data_seg_t s = sge(src.data() + size_t{len} * i, len, ms->ltag);
+        ri_wr_type_t t = i % 2 ? RI_WR_TYPE_RDMA_WRITE : RI_WR_TYPE_SEND;
+        if (t == RI_WR_TYPE_SEND)
+            ASSERT_EQ(post_send(a, t, kSig, posted++, &s, 1), RI_RET_SUCCESS);
+        else
+            ASSERT_EQ(post_write(a, kSig, posted++, &s, 1, remote.va() + size_t{len} * i, mr->rtag),
+                      RI_RET_SUCCESS);
+        if (i % 125 == 124) {
+            ri_data_seg_t k = sge(back.data() + size_t{len} * (i / 125), len, mback->ltag);
+            // Read back what the latest Write (an odd op) put there.
+            int j = i % 2 ? i : i - 1;
+            ASSERT_EQ(post_read(a, kSig, posted++, &k, 1, remote.va() + size_t{len} * j, mr->rtag),
+                      RI_RET_SUCCESS);
+        }
+    }
+    auto wcs = poll_n(ra, a->scq, posted);
+    for (size_t i = 0; i < wcs.size(); ++i) {
+        ASSERT_EQ(wcs[i].id, i) << "completion order";
+        ASSERT_EQ(wcs[i].op_status, RI_WC_STATUS_SUCCESS);
+    }
+    auto rcs = poll_n(rb, b->rcq, kN / 2);
+    for (size_t i = 0; i < rcs.size(); ++i)
+        ASSERT_EQ(rcs[i].id, 2 * i);
+    for (int i = 0; i < kN; ++i) {
+        const uint8_t *want = src.data() + size_t{len} * i;
+        const uint8_t *got = (i % 2 ? remote.data() : dst.data()) + size_t{len} * i;
+        ASSERT_EQ(first_diff(want, got, len), SIZE_MAX) << "op " << i;
+    }
+    for (int k = 0; k < 8; ++k) {
+        int i = 125 * k + 124, j = i % 2 ? i : i - 1;
+        ASSERT_EQ(first_diff(src.data() + size_t{len} * j, back.data() + size_t{len} * k, len),
+                  SIZE_MAX);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, Mixed,
+                         ::testing::Values(Xport::Loopback, Xport::Tcp, Xport::Shm,
+                                           Xport::ShmNoCma),
+                         [](const auto &i) { return std::string(xname(i.param)); });
+
+// ---------------------------------------------------------------------------------------
+// Remote error paths: the same statuses and events as TCP.
+
+enum class Fault {
+    WriteBadStag,
+    ReadBadStag,
+    WriteBounds,
+    ReadBounds,
+    WriteNoRight,
+    ReadNoRight,
+    SendNoRecv
+};
+const char *fault_name(Fault f) {
+    static const char *n[] = {"WriteBadStag", "ReadBadStag", "WriteBounds", "ReadBounds",
+                              "WriteNoRight", "ReadNoRight", "SendNoRecv"};
+    return n[static_cast<int>(f)];
+}
+using ErrParam = std::tuple<Xport, Fault, uint32_t /*length*/>;
+
+class RemoteErrors : public ::testing::TestWithParam<ErrParam> {};
+
+TEST_P(RemoteErrors, Fault) {
+    auto [x, f, len] = GetParam();
+    Buf abuf(len + 64), bbuf(len + 64);
+    Rnic ra("ea"), rb("eb");
+    ASSERT_TRUE(ra.ok() && rb.ok());
+    Qp *a = ra.new_qp(), *b = rb.new_qp();
+    ASSERT_TRUE(a && b);
+    abuf.fill(1);
+    bbuf.fill(2);
+    bool rd = f == Fault::ReadBadStag || f == Fault::ReadBounds || f == Fault::ReadNoRight;
+    unsigned battr = kAllRemote;
+    if (f == Fault::WriteNoRight) battr = kLocalRW | RI_MEM_FLAGS_REMOTE_READ;
+    if (f == Fault::ReadNoRight) battr = kLocalRW | RI_MEM_FLAGS_REMOTE_WRITE;
+    Mr *amr = ra.reg(abuf, kAllRemote), *bmr = rb.reg(bbuf, battr);
+    ASSERT_TRUE(amr && bmr);
+    ASSERT_NO_FATAL_FAILURE(bring_up(a, b, x));
+    std::vector<uint8_t> bsnap(bbuf.data(), bbuf.data() + bbuf.size());
+    std::vector<uint8_t> asnap(abuf.data(), abuf.data() + abuf.size());
+    uint64_t raddr = bbuf.va();
+    ri_rtag_t rtag = bmr->rtag;
+    ri_async_event_type_t ev = rd ? RI_EVENT_QP_IRRQ_PROTECTION_ERROR_INVALID_STAG
+                                  : RI_EVENT_QP_PROTECTION_ERROR_STAG_QP_MISMATCH;
+    switch (f) {
+        case Fault::WriteBadStag:
+        case Fault::ReadBadStag:
+            rtag = 0x00FFF000u | 0x5Au;
+            break;
+        case Fault::WriteBounds:
+        case Fault::ReadBounds:
+            raddr = bbuf.va() + bbuf.size() - len + 1;
+            ev = rd ? RI_EVENT_QP_IRRQ_PROTECTION_ERROR_BOUNDS_VIOLATION
+                    : RI_EVENT_QP_PROTECTION_ERROR_BOUNDS_VIOLATION;
+            break;
+        case Fault::WriteNoRight:
+        case Fault::ReadNoRight:
+            ev = rd ? RI_EVENT_QP_IRRQ_PROTECTION_ERROR_ACCESS_VIOLATION
+                    : RI_EVENT_QP_PROTECTION_ERROR_ACCESS_VIOLATION;
+            break;
+        case Fault::SendNoRecv:
+            ev = RI_EVENT_QP_RQ_PROTECTION_ERROR_INVALID_MSN;
+            break;
+    }
+    ri_data_seg_t s = sge(abuf.data(), len, amr->ltag);
+    if (f == Fault::SendNoRecv)
+        ASSERT_EQ(post_send(a, RI_WR_TYPE_SEND, kSig, 42, &s, 1), RI_RET_SUCCESS);
+    else if (rd)
+        ASSERT_EQ(post_read(a, kSig, 42, &s, 1, raddr, rtag), RI_RET_SUCCESS);
+    else
+        ASSERT_EQ(post_write(a, kSig, 42, &s, 1, raddr, rtag), RI_RET_SUCCESS);
+    ri_rc_wc_t wc = must_poll(ra, a->scq);
+    EXPECT_EQ(wc.id, 42u);
+    if (rd || x == Xport::Loopback) {
+        // A Read (any transport) or anything on the synchronous loopback completes with
+        // the peer's Terminate.
+        EXPECT_EQ(wc.op_status, RI_WC_STATUS_REMOTE_TERMINATION_ERROR);
+    } else {
+        // Sends and Writes on asynchronous transports complete once handed to the stream
+        // (TCP: in the kernel; shm: in the peer's ring) unless the Terminate comes first.
+        EXPECT_TRUE(wc.op_status == RI_WC_STATUS_SUCCESS ||
+                    wc.op_status == RI_WC_STATUS_REMOTE_TERMINATION_ERROR)
+            << wc.op_status;
+    }
+    EXPECT_TRUE(wait_event(rb, ev, b->os())) << rb.rec.describe_events();
+    EXPECT_TRUE(wait_event(ra, RI_EVENT_QP_TERMINATE_MESSAGE_RECEIVED, a->os()))
+        << ra.rec.describe_events();
+    EXPECT_TRUE(wait_state(a, RI_QP_STATE_ERROR));
+    EXPECT_TRUE(wait_state(b, RI_QP_STATE_ERROR));
+    ri_qp_attr_t qa = query(a), qb = query(b);
+    EXPECT_GT(qa.qp_xport.qp_iwarp.terminate_msg_length, 0u);
+    EXPECT_GT(qb.qp_xport.qp_iwarp.terminate_msg_length, 0u);
+    EXPECT_EQ(qa.qp_xport.qp_iwarp.is_terminate_local, 0);
+    EXPECT_EQ(qb.qp_xport.qp_iwarp.is_terminate_local, 1);
+    // Later WRs flush on both sides.
+    ASSERT_EQ(post_send(a, RI_WR_TYPE_SEND, kSig, 43, &s, 1), RI_RET_SUCCESS);
+    wc = must_poll(ra, a->scq);
+    EXPECT_EQ(wc.id, 43u);
+    EXPECT_EQ(wc.op_status, RI_WC_STATUS_WR_FLUSHED_ERROR);
+    ri_data_seg_t rs = sge(bbuf.data(), 16, bmr->ltag);
+    ASSERT_EQ(post_recv(b, 44, &rs, 1), RI_RET_SUCCESS);
+    ri_rc_wc_t rw = must_poll(rb, b->rcq);
+    EXPECT_EQ(rw.id, 44u);
+    EXPECT_EQ(rw.op_status, RI_WC_STATUS_WR_FLUSHED_ERROR);
+    // Nothing was written at the target (TCP places a Write segment by segment, so the
+    // in-bounds segments before the faulting one land, as on any iWARP RNIC; shm and
+    // loopback check the whole range first); a failed read wrote nothing locally.
+    if (!(x == Xport::Tcp && f == Fault::WriteBounds)) {
+        EXPECT_EQ(first_diff(bbuf.data(), bsnap.data(), bsnap.size()), SIZE_MAX);
+    }
+    if (rd) {
+        EXPECT_EQ(first_diff(abuf.data(), asnap.data(), asnap.size()), SIZE_MAX);
+    }
+    EXPECT_TRUE(abuf.guards_intact());
+    EXPECT_TRUE(bbuf.guards_intact());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Transports, RemoteErrors,
+    ::testing::Combine(::testing::Values(Xport::Loopback, Xport::Tcp, Xport::Shm, Xport::ShmNoCma),
+                       ::testing::Values(Fault::WriteBadStag, Fault::ReadBadStag,
+                                         Fault::WriteBounds, Fault::ReadBounds, Fault::WriteNoRight,
+                                         Fault::ReadNoRight, Fault::SendNoRecv),
+                       ::testing::Values(64u, 100000u)),
+    [](const auto &i) {
+        return std::string(xname(std::get<0>(i.param))) + "_" + fault_name(std::get<1>(i.param)) +
+               "_" + std::to_string(std::get<2>(i.param)) + "B";
+    });
+
+// ---------------------------------------------------------------------------------------
+// Connection semantics over shm: graceful close reaches the peer, destroying a QP ends the
+// peer's stream (flush), and the CM events are those of TCP (reject with private data).
+
+class Lifecycle : public ::testing::TestWithParam<Xport> {};
+
+TEST_P(Lifecycle, GracefulDisconnect) {
+    Buf src(4096), dst(4096);
+    Rnic ra("a"), rb("b");
+    Qp *a = ra.new_qp(), *b = rb.new_qp();
+    ASSERT_TRUE(a && b);
+    src.fill(3);
+    Mr *ms = ra.reg(src, kLocalRW), *md = rb.reg(dst, kLocalRW);
+    ri_data_seg_t r = sge(dst.data(), 4096, md->ltag);
+    ASSERT_EQ(post_recv(b, 1, &r, 1), RI_RET_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(bring_up(a, b, GetParam()));
+    ri_data_seg_t s = sge(src.data(), 4096, ms->ltag);
+    ASSERT_EQ(post_send(a, RI_WR_TYPE_SEND, kSig, 2, &s, 1), RI_RET_SUCCESS);
+    ri_rc_wc_t sw = must_poll(ra, a->scq);
+    EXPECT_WC(sw, RI_WC_TYPE_SEND, RI_WC_STATUS_SUCCESS, 2, 4096);
+    ri_rc_wc_t rw = must_poll(rb, b->rcq);
+    EXPECT_WC(rw, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_SUCCESS, 1, 4096);
+    ASSERT_EQ(modify_state(a, RI_QP_STATE_CLOSING), RI_RET_SUCCESS);
+    EXPECT_EQ(first_diff(src.data(), dst.data(), 4096), SIZE_MAX);
+    EXPECT_TRUE(wait_state(a, RI_QP_STATE_IDLE));
+    EXPECT_TRUE(wait_state(b, RI_QP_STATE_IDLE));
+    EXPECT_TRUE(wait_event(ra, RI_EVENT_QP_LLQ_CLOSE_COMPLETE, a->os()))
+        << ra.rec.describe_events();
+    EXPECT_TRUE(wait_event(rb, RI_EVENT_QP_LLQ_CLOSE_COMPLETE, b->os()))
+        << rb.rec.describe_events();
+}
+
+TEST_P(Lifecycle, PeerDestroyedFlushes) {
+    Buf dst(4096), sink(1 << 20), remote(1 << 20);
+    Rnic ra("a"), rb("b");
+    Qp *a = ra.new_qp(), *b = rb.new_qp();
+    ASSERT_TRUE(a && b);
+    Mr *md = ra.reg(dst, kLocalRW), *mk = ra.reg(sink, kLocalRW), *mr = rb.reg(remote, kAllRemote);
+    ASSERT_NO_FATAL_FAILURE(bring_up(a, b, GetParam()));
+    ri_data_seg_t r = sge(dst.data(), 4096, md->ltag);
+    ASSERT_EQ(post_recv(a, 1, &r, 1), RI_RET_SUCCESS);
+    ri_data_seg_t k = sge(sink.data(), 1 << 20, mk->ltag);
+    for (int i = 0; i < 4; ++i)
+        ASSERT_EQ(post_read(a, kSig, 10 + i, &k, 1, remote.va(), mr->rtag), RI_RET_SUCCESS);
+    ASSERT_EQ(rb.destroy(b), RI_RET_SUCCESS);
+    auto t0 = Clock::now();
+    auto sw = poll_n(ra, a->scq, 4, std::chrono::seconds(5));
+    for (size_t i = 0; i < sw.size(); ++i) {
+        EXPECT_EQ(sw[i].id, 10 + i);
+        EXPECT_TRUE(sw[i].op_status == RI_WC_STATUS_WR_FLUSHED_ERROR ||
+                    sw[i].op_status == RI_WC_STATUS_SUCCESS ||
+                    sw[i].op_status == RI_WC_STATUS_REMOTE_TERMINATION_ERROR)
+            << sw[i].op_status;
+    }
+    ri_rc_wc_t rw = must_poll(ra, a->rcq);
+    EXPECT_EQ(rw.id, 1u);
+    EXPECT_EQ(rw.op_status, RI_WC_STATUS_WR_FLUSHED_ERROR);
+    EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
+    EXPECT_TRUE(wait_state(a, RI_QP_STATE_ERROR));
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, Lifecycle,
+                         ::testing::Values(Xport::Tcp, Xport::Shm, Xport::ShmNoCma),
+                         [](const auto &i) { return std::string(xname(i.param)); });
+
+TEST(ShmCm, RejectAndShmOnlyUnreachable) {
+    // Reject with private data over shm: the initiator sees Rejected, as over TCP.
+    Slot<cm::Rejected> rej;
+    cm::ConnectionManager *srvp = nullptr;
+    const std::vector<uint8_t> why = {'n', 'o', '!'};
+    cm::ConnectionManager srv(
+        [&](cm::Event &e) {
+            if (auto *r = std::get_if<cm::ConnectRequest>(&e)) {
+                EXPECT_EQ(r->peer.storage.ss_family, AF_INET);
+                EXPECT_EQ(r->private_data, std::vector<uint8_t>({1, 2, 3}));
+                srvp->reject(r->id, why);
+            }
+        },
+        cm_options(Xport::Shm));
+    srvp = &srv;
+    Slot<int> unreachable;
+    cm::ConnectionManager cli(
+        [&](cm::Event &e) {
+            if (auto *r = std::get_if<cm::Rejected>(&e)) rej.set(*r);
+            if (auto *u = std::get_if<cm::Unreachable>(&e)) unreachable.set(u->sys_errno);
+        },
+        cm_options(Xport::Shm));
+    cm::Address l = loopback4();
+    auto lid = srv.listen(l.get(), l.len, 4);
+    ASSERT_TRUE(lid.ok());
+    auto la = srv.local_address(lid.value);
+    cm::ConnParams cp;
+    cp.private_data = {1, 2, 3};
+    ASSERT_TRUE(cli.connect(la.value.get(), la.value.len, cp).ok());
+    auto r = rej.wait();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->private_data, why);
+    // shm only, towards a port with no shm listener (a plain TCP listener): Unreachable.
+    int t = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cm::Address ta = loopback4();
+    ASSERT_EQ(::bind(t, ta.get(), ta.len), 0);
+    ASSERT_EQ(::listen(t, 4), 0);
+    ASSERT_EQ(::getsockname(t, reinterpret_cast<sockaddr *>(&ta.storage), &ta.len), 0);
+    ASSERT_TRUE(cli.connect(ta.get(), ta.len, {}).ok());
+    auto u = unreachable.wait();
+    ASSERT_TRUE(u);
+    EXPECT_EQ(*u, ECONNREFUSED);
+    ::close(t);
+}
+
+}  // namespace

@@ -1,0 +1,461 @@
+// shm across processes (shm_peer helper): data both ways, a peer killed by SIGKILL in
+// the middle of transfers in both directions (the survivor flushes within a bounded time
+// and leaks no descriptor, mapping or thread), another user locked out, shared memory per
+// connection, and 1,000 connections between two processes.
+#include "shm_util.hpp"
+
+using namespace st;
+
+namespace {
+
+struct RegionInfo {
+    uint64_t va;
+    uint32_t rtag;
+    uint32_t len;
+};
+
+// Sanitizer runtimes start a helper thread at the first thread creation: make sure it
+// exists before the baseline is taken.
+int settle() {
+    std::thread([] {}).join();
+    return 0;
+}
+
+// Resources of this process, to compare after everything was torn down.
+struct Snapshot {
+    int settled = settle();
+    int fds = count_fds();
+    int threads = count_threads();
+    int maps = count_shm_maps();
+    int dev_shm = count_dev_shm();
+    uint64_t links = shm::stats().live_links;
+};
+void expect_same(const Snapshot &before) {
+    // Threads end asynchronously after join in some libcs: allow them a moment.
+    EXPECT_TRUE(
+        eventually([&] { return count_threads() == before.threads; }, std::chrono::seconds(5)))
+        << count_threads() << " threads, before " << before.threads;
+    EXPECT_EQ(count_fds(), before.fds) << "descriptor leak";
+    EXPECT_EQ(count_shm_maps(), before.maps) << "segment mapping leak";
+    EXPECT_EQ(count_dev_shm(), before.dev_shm) << "something appeared in /dev/shm";
+    EXPECT_EQ(shm::stats().live_links, before.links);
+}
+
+uint16_t read_port(Child &c) {
+    std::string l = c.line();
+    if (l.rfind("port ", 0) != 0) return 0;
+    return static_cast<uint16_t>(std::stoi(l.substr(5)));
+}
+
+// Connects to a shm_peer server; returns the Established event.
+std::optional<cm::Established> dial(cm::ConnectionManager &mgr, Slot<cm::Established> &est,
+                                    uint16_t port) {
+    cm::Address dst = loopback4(port);
+    if (!mgr.connect(dst.get(), dst.len, {}).ok()) return std::nullopt;
+    return est.wait();
+}
+
+class TwoProcess : public ::testing::TestWithParam<bool /*cma*/> {};
+
+// Writes 16 MiB into the child, reads them back, sends a message the child echoes, says
+// bye; the child exits cleanly and nothing of ours is left behind.
+TEST_P(TwoProcess, DataBothWays) {
+    const bool cma = GetParam();
+    Snapshot before;
+    {
+        Child child({"serve", "1"}, cma ? std::vector<std::string>{}
+                                        : std::vector<std::string>{"SOFTRNIC_SHM_CMA=0"});
+        ASSERT_TRUE(child.ok());
+        uint16_t port = read_port(child);
+        ASSERT_NE(port, 0);
+        const size_t len = 16 << 20;
+        Buf src(len), back(len), msg(60000), echo(64 << 10);
+        Rnic r("parent");
+        ASSERT_TRUE(r.ok());
+        Qp *q = r.new_qp();
+        src.fill(11);
+        msg.fill(12);
+        Mr *ms = r.reg(src, kLocalRW), *mb = r.reg(back, kLocalRW);
+        Mr *mm = r.reg(msg, kLocalRW), *me = r.reg(echo, kLocalRW);
+        Slot<cm::Established> est;
+        cm::Options o;
+        o.transport = cm::Transport::Shm;
+        o.shm_cma = cma;
+        cm::ConnectionManager mgr(
+            [&](cm::Event &e) {
+                if (auto *x = std::get_if<cm::Established>(&e)) est.set(std::move(*x));
+            },
+            o);
+        auto e = dial(mgr, est, port);
+        ASSERT_TRUE(e);
+        EXPECT_EQ(e->transport, cm::LlpTransport::Shm);
+        EXPECT_EQ(e->shm_cma, cma);
+        ASSERT_EQ(e->private_data.size(), sizeof(RegionInfo));
+        RegionInfo info;
+        std::memcpy(&info, e->private_data.data(), sizeof info);
+        ASSERT_EQ(to_rts(q, e->llp), RI_RET_SUCCESS);
+
+        ri_data_seg_t s = sge(src.data(), static_cast<uint32_t>(len), ms->ltag);
+        ASSERT_EQ(post_write(q, kSig, 1, &s, 1, info.va, info.rtag), RI_RET_SUCCESS);
+        ri_data_seg_t b = sge(back.data(), static_cast<uint32_t>(len), mb->ltag);
+        ASSERT_EQ(post_read(q, kSig, 2, &b, 1, info.va, info.rtag), RI_RET_SUCCESS);
+        ri_data_seg_t rr = sge(echo.data(), 64 << 10, me->ltag);
+        ASSERT_EQ(post_recv(q, 3, &rr, 1), RI_RET_SUCCESS);
+        ri_data_seg_t m = sge(msg.data(), 60000, mm->ltag);
+        ASSERT_EQ(post_send(q, RI_WR_TYPE_SEND, kSig, 4, &m, 1), RI_RET_SUCCESS);
+        auto wcs = poll_n(r, q->scq, 3);
+        for (size_t i = 0; i < wcs.size(); ++i) {
+            EXPECT_EQ(wcs[i].id, i == 0 ? 1u : i == 1 ? 2u : 4u);
+            EXPECT_EQ(wcs[i].op_status, RI_WC_STATUS_SUCCESS);
+        }
+        EXPECT_EQ(first_diff(src.data(), back.data(), len), SIZE_MAX);
+        ri_rc_wc_t rw = must_poll(r, q->rcq);
+        EXPECT_WC(rw, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_SUCCESS, 3, 60000);
+        EXPECT_EQ(first_diff(msg.data(), echo.data(), 60000), SIZE_MAX);
+        EXPECT_TRUE(back.guards_intact());
+        EXPECT_TRUE(echo.guards_intact());
+        // Bye: a zero-length send; the child exits 0.
+        ASSERT_EQ(post_send(q, RI_WR_TYPE_SEND, kSig, 5, &m, 0), RI_RET_SUCCESS);
+        EXPECT_EQ(child.line(), "count 1");
+        EXPECT_EQ(child.line(), "bye");
+        int st = child.wait_exit(std::chrono::seconds(10));
+        EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
+        // The child's exit ends our stream too.
+        EXPECT_TRUE(wait_state(q, RI_QP_STATE_ERROR, std::chrono::seconds(5)));
+    }
+    expect_same(before);
+}
+
+// The child (target) is killed while 32 large writes/reads are in flight to it: every WR
+// completes (flushed) within a bounded time, the QP is in Error, and nothing leaks.
+TEST_P(TwoProcess, TargetKilledMidTransfer) {
+    const bool cma = GetParam();
+    Snapshot before;
+    {
+        Child child({"serve", "1"}, cma ? std::vector<std::string>{}
+                                        : std::vector<std::string>{"SOFTRNIC_SHM_CMA=0"});
+        ASSERT_TRUE(child.ok());
+        uint16_t port = read_port(child);
+        ASSERT_NE(port, 0);
+        Buf src(16 << 20), sink(16 << 20);
+        Rnic r("parent");
+        QpOpts qo;
+        qo.sq = 256;
+        Qp *q = r.new_qp(qo);
+        Mr *ms = r.reg(src, kLocalRW), *mk = r.reg(sink, kLocalRW);
+        Slot<cm::Established> est;
+        cm::Options o;
+        o.transport = cm::Transport::Shm;
+        o.shm_cma = cma;
+        cm::ConnectionManager mgr(
+            [&](cm::Event &e) {
+                if (auto *x = std::get_if<cm::Established>(&e)) est.set(std::move(*x));
+            },
+            o);
+        auto e = dial(mgr, est, port);
+        ASSERT_TRUE(e);
+        RegionInfo info;
+        std::memcpy(&info, e->private_data.data(), sizeof info);
+        ASSERT_EQ(to_rts(q, e->llp), RI_RET_SUCCESS);
+        long posted = 0, done = 0, ok = 0;
+        auto post_more = [&] {
+            while (posted - done < 32) {
+                uint64_t off = (posted % 16) << 20;
+                ri_data_seg_t s = sge(src.data() + off, 1 << 20, ms->ltag);
+                ri_data_seg_t k = sge(sink.data() + off, 1 << 20, mk->ltag);
+                ri_api_return_t rc =
+                    posted % 2 ? post_read(q, kSig, posted, &k, 1, info.va + off, info.rtag)
+                               : post_write(q, kSig, posted, &s, 1, info.va + off, info.rtag);
+                if (rc != RI_RET_SUCCESS) return;
+                ++posted;
+            }
+        };
+        // Traffic for a while, then SIGKILL in the middle of it.
+        auto t0 = Clock::now();
+        while (Clock::now() - t0 < std::chrono::milliseconds(200) || ok < 16) {
+            post_more();
+            ri_rc_wc_t wc{};
+            if (poll_one(r, q->scq, &wc, std::chrono::milliseconds(100))) {
+                ++done;
+                ASSERT_EQ(wc.op_status, RI_WC_STATUS_SUCCESS);
+                ++ok;
+            }
+            ASSERT_LT(Clock::now() - t0, kTimeout);
+        }
+        post_more();
+        child.kill(SIGKILL);
+        auto tk = Clock::now();
+        // Every outstanding WR completes, successfully (done before the kill) or flushed.
+        long flushed = 0;
+        while (done < posted) {
+            ri_rc_wc_t wc{};
+            ASSERT_TRUE(poll_one(r, q->scq, &wc, std::chrono::seconds(5)))
+                << (posted - done) << " WRs never completed";
+            ++done;
+            EXPECT_TRUE(wc.op_status == RI_WC_STATUS_SUCCESS ||
+                        wc.op_status == RI_WC_STATUS_WR_FLUSHED_ERROR)
+                << wc.op_status;
+            flushed += wc.op_status == RI_WC_STATUS_WR_FLUSHED_ERROR;
+        }
+        auto ms_taken = std::chrono::duration<double, std::milli>(Clock::now() - tk).count();
+        std::printf(
+            "[ shm      ] target killed (%s): %ld WRs ok before, %ld flushed, all done %.1f ms "
+            "after SIGKILL\n",
+            cma ? "CMA" : "no CMA", ok, flushed, ms_taken);
+        EXPECT_GT(flushed, 0);
+        EXPECT_LT(ms_taken, 5000);
+        EXPECT_TRUE(wait_state(q, RI_QP_STATE_ERROR, std::chrono::seconds(5)));
+        EXPECT_TRUE(wait_for(r, [&] {
+            return r.rec.count_events(RI_EVENT_QP_LLQ_CONNECTION_RESET, q->os()) +
+                       r.rec.count_events(RI_EVENT_QP_LLQ_CONNECTION_LOST, q->os()) >=
+                   1;
+        })) << r.rec.describe_events();
+        // A late WR flushes at once.
+        ri_data_seg_t s = sge(src.data(), 64, ms->ltag);
+        ASSERT_EQ(post_send(q, RI_WR_TYPE_SEND, kSig, 999, &s, 1), RI_RET_SUCCESS);
+        ri_rc_wc_t wc = must_poll(r, q->scq);
+        EXPECT_EQ(wc.op_status, RI_WC_STATUS_WR_FLUSHED_ERROR);
+    }
+    expect_same(before);
+}
+
+// The child (initiator, hammering our memory with writes, reads and sends) is killed:
+// our receives flush within a bounded time, the QP is in Error, nothing leaks.
+TEST_P(TwoProcess, InitiatorKilledMidTransfer) {
+    const bool cma = GetParam();
+    Snapshot before;
+    {
+        Buf region(16 << 20), rx(4096 * 64);
+        Rnic r("parent");
+        QpOpts qo;
+        qo.rq = 256;
+        Qp *q = r.new_qp(qo);
+        Mr *mreg = r.reg(region, kAllRemote), *mrx = r.reg(rx, kLocalRW);
+        RegionInfo info{region.va(), mreg->rtag, static_cast<uint32_t>(region.size())};
+        cm::ConnParams reply;
+        reply.private_data.assign(reinterpret_cast<uint8_t *>(&info),
+                                  reinterpret_cast<uint8_t *>(&info) + sizeof info);
+        Slot<cm::Established> est;
+        cm::ConnectionManager *mp = nullptr;
+        cm::Options o;
+        o.transport = cm::Transport::Shm;
+        o.shm_cma = cma;
+        cm::ConnectionManager mgr(
+            [&](cm::Event &e) {
+                if (auto *req = std::get_if<cm::ConnectRequest>(&e)) mp->accept(req->id, reply);
+                if (auto *x = std::get_if<cm::Established>(&e)) est.set(std::move(*x));
+            },
+            o);
+        mp = &mgr;
+        cm::Address l = loopback4();
+        auto lid = mgr.listen(l.get(), l.len, 4);
+        ASSERT_TRUE(lid.ok());
+        uint16_t port = port_of(mgr.local_address(lid.value).value);
+        Child child(
+            {"client", std::to_string(port)},
+            cma ? std::vector<std::string>{} : std::vector<std::string>{"SOFTRNIC_SHM_CMA=0"});
+        ASSERT_TRUE(child.ok());
+        auto e = est.wait();
+        ASSERT_TRUE(e);
+        for (int i = 0; i < 64; ++i) {
+            ri_data_seg_t s = sge(rx.data() + 4096 * i, 4096, mrx->ltag);
+            ASSERT_EQ(post_recv(q, i, &s, 1), RI_RET_SUCCESS);
+        }
+        ASSERT_EQ(to_rts(q, e->llp), RI_RET_SUCCESS);
+        // The child's traffic runs (48 sends into our 64 receives, writes and reads into
+        // our region) until it says so; then it is killed in the middle of it.
+        int got = 0, flushed = 0;
+        auto take = [&](std::chrono::milliseconds to) {
+            ri_rc_wc_t wc{};
+            if (!poll_one(r, q->rcq, &wc, to)) return false;
+            if (wc.op_status == RI_WC_STATUS_SUCCESS)
+                ++got;
+            else if (wc.op_status == RI_WC_STATUS_WR_FLUSHED_ERROR)
+                ++flushed;
+            else
+                ADD_FAILURE() << "receive status " << wc.op_status << " events "
+                              << r.rec.describe_events();
+            return true;
+        };
+        std::string running;
+        std::thread reader([&] { running = child.line(); });
+        auto t0 = Clock::now();
+        while (Clock::now() - t0 < std::chrono::milliseconds(300))
+            take(std::chrono::milliseconds(10));
+        reader.join();
+        ASSERT_EQ(running, "running");
+        EXPECT_EQ(flushed, 0);
+        ASSERT_GT(got, 0);
+        child.kill(SIGKILL);
+        auto tk = Clock::now();
+        // All 64 receives complete: the ones the child filled, the rest flushed.
+        while (got + flushed < 64)
+            ASSERT_TRUE(take(std::chrono::seconds(5))) << "receives never flushed";
+        auto ms_taken = std::chrono::duration<double, std::milli>(Clock::now() - tk).count();
+        std::printf(
+            "[ shm      ] initiator killed (%s): %d messages received, %d receives flushed %.1f ms "
+            "after SIGKILL\n",
+            cma ? "CMA" : "no CMA", got, flushed, ms_taken);
+        EXPECT_GT(flushed, 0);
+        EXPECT_LT(ms_taken, 5000);
+        EXPECT_TRUE(wait_state(q, RI_QP_STATE_ERROR, std::chrono::seconds(5)));
+    }
+    expect_same(before);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cma, TwoProcess, ::testing::Bool(),
+                         [](const auto &i) { return i.param ? "Cma" : "NoCma"; });
+
+// ---------------------------------------------------------------------------------------
+
+// Another user (nobody) can neither connect to our rendezvous, nor get a segment, nor
+// read our memory.
+TEST(Isolation, OtherUserCannotAttach) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root (to start a process as nobody)";
+    Buf region(4096);
+    Rnic ra("a"), rb("b");
+    Qp *a = ra.new_qp(), *b = rb.new_qp();
+    ASSERT_TRUE(a && b);
+    // A live shm connection in this process: segments exist while the attacker runs.
+    ASSERT_NO_FATAL_FAILURE(bring_up(a, b, Xport::Shm));
+    std::atomic<int> requests{0};
+    cm::ConnectionManager mgr(
+        [&](cm::Event &e) {
+            if (std::get_if<cm::ConnectRequest>(&e)) requests.fetch_add(1);
+        },
+        cm_options(Xport::Shm));
+    cm::Address l = loopback4();
+    auto lid = mgr.listen(l.get(), l.len, 4);
+    ASSERT_TRUE(lid.ok());
+    uint16_t port = port_of(mgr.local_address(lid.value).value);
+    Child child({"attack", std::to_string(port), std::to_string(::getpid())});
+    ASSERT_TRUE(child.ok());
+    std::string out;
+    for (std::string l2; !(l2 = child.line(std::chrono::seconds(20))).empty();)
+        out += l2 + "\n";
+    int st = child.wait_exit(std::chrono::seconds(20));
+    ASSERT_TRUE(WIFEXITED(st)) << st;
+    EXPECT_EQ(WEXITSTATUS(st), 0) << "attempts that were not refused; helper said:\n" << out;
+    EXPECT_NE(out.find("cm: unreachable " + std::to_string(EACCES)), std::string::npos) << out;
+    EXPECT_EQ(requests.load(), 0) << "another user's connection reached the ULP";
+}
+
+// Shared memory per connected QP pair (both segments), against the 256 KiB budget.
+TEST(Memory, PerConnection) {
+    const auto st0 = shm::stats();
+    const int maps0 = count_shm_maps();
+    {
+        Rnic ra("a"), rb("b");
+        Qp *a = ra.new_qp(), *b = rb.new_qp();
+        ASSERT_TRUE(a && b);
+        ASSERT_NO_FATAL_FAILURE(bring_up(a, b, Xport::Shm));
+        // In one process each end maps both segments: 4 mappings, 2 distinct segments.
+        const auto st1 = shm::stats();
+        EXPECT_EQ(st1.mapped_bytes - st0.mapped_bytes, 2 * shm::kBytesPerConnection);
+        EXPECT_EQ(count_shm_maps() - maps0, 4);
+        std::printf(
+            "[ shm      ] shared memory per connected QP pair: %zu bytes (%.1f KiB: 2 segments "
+            "of %zu: header 4 KiB, req ring %u x 64 B, resp ring %u x 64 B, bounce %u x %zu KiB); "
+            "resident now in this process (both ends): %.1f KiB\n",
+            shm::kBytesPerConnection, shm::kBytesPerConnection / 1024.0, shm::kSegmentBytes,
+            shm::layout::kReqSlots, shm::layout::kRespSlots, shm::layout::kBounceChunks,
+            shm::layout::kBounceChunk >> 10, shm_rss_bytes() / 1024.0);
+    }
+    static_assert(shm::kBytesPerConnection < 256 * 1024, "shm budget: < 256 KiB per QP pair");
+    EXPECT_LT(shm::kBytesPerConnection, 256u * 1024);
+    EXPECT_EQ(count_shm_maps(), maps0);
+}
+
+// 1,000 connections between two processes, one small message each.
+TEST(Scale, ThousandConnections) {
+    constexpr int kN = 1000;
+    Snapshot before;
+    {
+        Child child({"serve", std::to_string(kN)});
+        ASSERT_TRUE(child.ok());
+        uint16_t port = read_port(child);
+        ASSERT_NE(port, 0);
+        Buf msg(64), rx(64 * kN);
+        Rnic r("parent");
+        ASSERT_TRUE(r.ok());
+        Cq *scq = r.new_cq(4 * kN), *rcq = r.new_cq(4 * kN);
+        Mr *mm = r.reg(msg, kLocalRW), *mrx = r.reg(rx, kLocalRW);
+        std::mutex mu;
+        std::vector<cm::Established> ests;
+        cm::Options o;
+        o.transport = cm::Transport::Shm;
+        cm::ConnectionManager mgr(
+            [&](cm::Event &e) {
+                if (auto *x = std::get_if<cm::Established>(&e)) {
+                    std::lock_guard lk(mu);
+                    ests.push_back(std::move(*x));
+                }
+            },
+            o);
+        auto t0 = Clock::now();
+        cm::Address dst = loopback4(port);
+        for (int i = 0; i < kN; ++i)
+            ASSERT_TRUE(mgr.connect(dst.get(), dst.len, {}).ok());
+        ASSERT_TRUE(eventually(
+            [&] {
+                std::lock_guard lk(mu);
+                return ests.size() == size_t{kN};
+            },
+            std::chrono::seconds(60)));
+        auto t_cm = Clock::now();
+        std::vector<Qp *> qps;
+        for (int i = 0; i < kN; ++i) {
+            QpOpts qo;
+            qo.scq = scq;
+            qo.rcq = rcq;
+            qo.sq = 8;
+            qo.rq = 8;
+            Qp *q = r.new_qp(qo);
+            ASSERT_TRUE(q);
+            ri_data_seg_t s = sge(rx.data() + 64 * i, 64, mrx->ltag);
+            ASSERT_EQ(post_recv(q, i, &s, 1), RI_RET_SUCCESS);
+            ASSERT_EQ(ests[i].transport, cm::LlpTransport::Shm);
+            ASSERT_EQ(to_rts(q, ests[i].llp), RI_RET_SUCCESS);
+            qps.push_back(q);
+        }
+        auto t_up = Clock::now();
+        msg.fill(3);
+        for (int i = 0; i < kN; ++i) {
+            ri_data_seg_t s = sge(msg.data(), 8, mm->ltag);
+            ASSERT_EQ(post_send(qps[i], RI_WR_TYPE_SEND, kSig, i, &s, 1), RI_RET_SUCCESS);
+        }
+        auto sw = poll_n(r, scq, kN, std::chrono::seconds(60));
+        for (auto &w : sw)
+            ASSERT_EQ(w.op_status, RI_WC_STATUS_SUCCESS);
+        EXPECT_EQ(child.line(std::chrono::seconds(60)), "count " + std::to_string(kN));
+        auto echoes = poll_n(r, rcq, kN, std::chrono::seconds(60));  // the child echoes each
+        for (auto &w : echoes)
+            ASSERT_EQ(w.op_status, RI_WC_STATUS_SUCCESS);
+        auto t_done = Clock::now();
+        auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+        auto st = shm::stats();
+        std::printf(
+            "[ shm      ] %d connections: CM set-up (MPA + shm hello) %.1f ms, QPs to RTS %.1f ms, "
+            "one message each way %.1f ms; shared memory %zu bytes (%.1f MiB, %zu per pair); "
+            "mapped in this process %.1f MiB, resident %.1f MiB\n",
+            kN, ms(t_cm - t0), ms(t_up - t_cm), ms(t_done - t_up), kN * shm::kBytesPerConnection,
+            kN * shm::kBytesPerConnection / 1048576.0, shm::kBytesPerConnection,
+            st.mapped_bytes / 1048576.0, shm_rss_bytes() / 1048576.0);
+        ri_data_seg_t s = sge(msg.data(), 8, mm->ltag);
+        ASSERT_EQ(post_send(qps[0], RI_WR_TYPE_SEND, kSig, kN, &s, 0), RI_RET_SUCCESS);  // bye
+        EXPECT_EQ(child.line(), "bye");
+        auto tb = Clock::now();
+        int wst = child.wait_exit(std::chrono::seconds(120));
+        EXPECT_TRUE(WIFEXITED(wst) && WEXITSTATUS(wst) == 0) << wst;
+        std::printf("[ shm      ] child with %d connections exited %.1f ms after bye\n", kN,
+                    ms(Clock::now() - tb));
+        auto tt = Clock::now();
+        qps.clear();
+        r.teardown();
+        std::printf("[ shm      ] our %d QPs and the RNIC torn down in %.1f ms\n", kN,
+                    ms(Clock::now() - tt));
+    }
+    expect_same(before);
+}
+
+}  // namespace
