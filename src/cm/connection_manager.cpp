@@ -17,9 +17,9 @@
 #include <unordered_map>
 #include <utility>
 
+#include "transport/shm/shm.hpp"
 #include "transport/tcp/wire/ddp_rdmap.hpp"
 #include "transport/tcp/wire/fpdu.hpp"
-#include "transport/shm/shm.hpp"
 
 namespace softrnic::cm {
 

@@ -16,6 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 libdir=$1
 provider=$2
 out=$3
+ia=${4:-softrnic}  # softrnic-tcp / softrnic-shm force the transport
 . "$here/debian_dapl.sh"
 if ! ensure_debian_dapl dapl2-utils /usr/bin/dtest || ! ensure_debian_dapl dapl2-utils /usr/bin/dapltest; then
     echo "SKIP: dapl2-utils cannot be installed"
@@ -23,7 +24,7 @@ if ! ensure_debian_dapl dapl2-utils /usr/bin/dtest || ! ensure_debian_dapl dapl2
 fi
 mkdir -p "$out"
 conf="$out/dat.conf"
-printf 'softrnic u2.0 nonthreadsafe default %s dapl.2.0 "lo 0" ""\n' "$provider" > "$conf"
+printf '%s u2.0 nonthreadsafe default %s dapl.2.0 "lo 0" ""\n' "$ia" "$provider" > "$conf"
 export DAT_OVERRIDE="$conf"
 if [ "$libdir" != debian ]; then
     export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -61,7 +62,7 @@ pair() {
     fi
 }
 
-P="-P softrnic"
+P="-P $ia"
 H="-h 127.0.0.1"
 pair dtest 120 dtest "-s $P" "$H $P" "PASSED"
 pair dtest_poll 120 dtest "-s $P -p" "$H $P -p" "PASSED"
@@ -90,7 +91,7 @@ dapl_case() {
         failures=$((failures + 1))
     fi
 }
-D="-D softrnic"
+D="-D $ia"
 S="-s 127.0.0.1"
 timeout 900 dapltest -T S $D > "$out/dapltest.server.log" 2>&1 &
 dsrv=$!

@@ -53,9 +53,7 @@ class EventQueue {
             if (auto *est = std::get_if<cm::Established>(&e)) release_socket(est->llp);
     }
     static void release_socket(ri_llp_stream_handle_t h) {
-        if (h < 0) return;
-        transport::tcp::forget_socket(h);
-        ::close(h);
+        if (h >= 0) cm::release_unclaimed(h);  // a TCP socket or an shm link alike
     }
 
   private:
@@ -68,13 +66,17 @@ cm::ConnId id_of(const cm::Event &e) {
     return std::visit([](const auto &v) { return v.id; }, e);
 }
 
-class TcpConnector final : public Connector {
+// Connects through the connection manager, forced to one transport: TCP/iWARP, or shared
+// memory (same host and network namespace).
+class CmConnector final : public Connector {
   public:
-    explicit TcpConnector(const ConnectorConfig &cfg) : cfg_(cfg), cm_(events_.handler()) {
+    CmConnector(const ConnectorConfig &cfg, cm::Transport t)
+        : cfg_(cfg), transport_(t), cm_(events_.handler(), options(t)) {
         if (!cm_.ok()) throw BenchError("the connection manager could not start");
     }
 
     std::string describe() const override {
+        if (transport_ == cm::Transport::Shm) return "shm (shared-memory rings, CMA single copy)";
         return std::string("tcp (TCP/iWARP, MPA v2, CRC ") + (cfg_.crc ? "on" : "off") + ")";
     }
 
@@ -117,6 +119,11 @@ class TcpConnector final : public Connector {
     }
 
   private:
+    static cm::Options options(cm::Transport t) {
+        cm::Options o;
+        o.transport = t;
+        return o;
+    }
     static uint16_t port_of(const SockAddr &a) { return local_port_of(a.storage); }
     static uint16_t local_port_of(const sockaddr_storage &ss) {
         if (ss.ss_family == AF_INET)
@@ -156,6 +163,7 @@ class TcpConnector final : public Connector {
     }
 
     ConnectorConfig cfg_;
+    cm::Transport transport_;
     EventQueue events_;  // declared before cm_: outlives the manager's thread
     cm::ConnectionManager cm_;
 };
@@ -164,11 +172,11 @@ class TcpConnector final : public Connector {
 
 std::unique_ptr<Connector> make_connector(const std::string &transport,
                                           const ConnectorConfig &cfg) {
-    if (transport == "tcp" || transport == "auto") return std::make_unique<TcpConnector>(cfg);
+    if (transport == "tcp") return std::make_unique<CmConnector>(cfg, cm::Transport::Tcp);
+    if (transport == "shm") return std::make_unique<CmConnector>(cfg, cm::Transport::Shm);
+    if (transport == "auto") return std::make_unique<CmConnector>(cfg, cm::Transport::Auto);
     if (transport == "loopback")
         throw BenchError("transport 'loopback' is in-process only (no --server/--connect)");
-    if (transport == "shm")
-        throw BenchError("transport 'shm' is not built yet (see README status)");
     throw BenchError("unknown transport '" + transport + "' (auto|tcp|loopback|shm)");
 }
 

@@ -55,7 +55,10 @@ struct Spec {
 };
 
 std::string resolved_transport(const Options &o) {
-    return o.transport == "auto" ? "tcp" : o.transport;
+    // auto: shared memory for the two processes this command starts on this host, TCP
+    // towards another host (--server/--connect).
+    if (o.transport != "auto") return o.transport;
+    return o.role == Role::Both ? "shm" : "tcp";
 }
 
 ConnectorConfig connector_config(const Options &o) {

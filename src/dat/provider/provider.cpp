@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "provider_internal.hpp"
@@ -839,8 +840,16 @@ DAT_RETURN ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HANDLE *asyn
     if (ri_rnic_query(ia->rnic, static_cast<ri_rnic_query_flags_t>(0),
                       reinterpret_cast<ri_rnic_attr_t *>(buf.data()), &sz, &e) == RI_RET_SUCCESS)
         std::memcpy(&ia->attr, buf.data(), sizeof ia->attr);
+    // The IA name picks the transport: "softrnic-tcp" and "softrnic-shm" force one,
+    // "softrnic" leaves it to SOFTRNIC_TRANSPORT (default: shm on this host, else TCP).
+    cm::Options cm_opts;
+    std::string_view ia_name = name ? std::string_view(name) : std::string_view();
+    if (ia_name.ends_with("-tcp"))
+        cm_opts.transport = cm::Transport::Tcp;
+    else if (ia_name.ends_with("-shm"))
+        cm_opts.transport = cm::Transport::Shm;
     ia->cm = std::make_unique<cm::ConnectionManager>(
-        [p = ia.get()](cm::Event &ev) { cm_handler(p, ev); });
+        [p = ia.get()](cm::Event &ev) { cm_handler(p, ev); }, cm_opts);
     if (!ia->cm->ok()) return fail(err(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY));
     handles().add(ia.get(), DAT_HANDLE_TYPE_IA);
     if (*async_evd == DAT_HANDLE_NULL) {
