@@ -143,9 +143,28 @@ ProgressEngine::Token ProgressEngine::add(ProgressSource *src, bool memory_polle
 void ProgressEngine::drop_fd_locked(Slot &s) {
     if (s.fd < 0) return;
     ::epoll_ctl(s.fd_thread_only ? slow_ep_ : ep_, EPOLL_CTL_DEL, s.fd, nullptr);
-    if (!s.fd_thread_only) fd_sources_.fetch_sub(1, std::memory_order_relaxed);
+    bool polled_fd = !s.fd_thread_only;
     s.fd = -1;
     s.fd_thread_only = false;
+    if (polled_fd) {
+        fd_sources_.fetch_sub(1, std::memory_order_relaxed);
+        update_sole_locked();
+    }
+}
+
+void ProgressEngine::update_sole_locked() {
+    uint64_t sole = ~uint64_t{0};
+    if (fd_sources_.load(std::memory_order_relaxed) == 1) {
+        uint32_t n = next_slot_.load(std::memory_order_relaxed);
+        for (uint32_t i = 0; i < n; ++i) {
+            Slot *s = slot(i);
+            if (s && s->fd >= 0 && !s->fd_thread_only) {
+                sole = pack(s->gen.load(std::memory_order_relaxed), i);
+                break;
+            }
+        }
+    }
+    sole_fd_source_.store(sole, std::memory_order_release);
 }
 
 bool ProgressEngine::watch(Token t, int fd, uint32_t events, bool thread_only) {
@@ -162,7 +181,10 @@ bool ProgressEngine::watch(Token t, int fd, uint32_t events, bool thread_only) {
     if (::epoll_ctl(set, EPOLL_CTL_ADD, fd, &ev) != 0) return false;
     s->fd = fd;
     s->fd_thread_only = thread_only;
-    if (!thread_only) fd_sources_.fetch_add(1, std::memory_order_relaxed);
+    if (!thread_only) {
+        fd_sources_.fetch_add(1, std::memory_order_relaxed);
+        update_sole_locked();
+    }
     return true;
 }
 
@@ -345,7 +367,15 @@ bool ProgressEngine::poll_inline() {
     if (!active()) return false;
     last_inline_ns_.store(now_ns(), std::memory_order_relaxed);
     bool did = false;
-    if (fd_sources_.load(std::memory_order_relaxed) != 0) {
+    uint64_t sole = sole_fd_source_.load(std::memory_order_acquire);
+    if (sole != ~uint64_t{0}) {
+        // One socket: let its progress() try to read (EAGAIN when nothing came).
+        Slot *s = slot(static_cast<uint32_t>(sole));
+        if (s && s->gen.load(std::memory_order_acquire) == static_cast<uint32_t>(sole >> 32)) {
+            kick(*s, EPOLLIN);
+            did = true;
+        }
+    } else if (fd_sources_.load(std::memory_order_relaxed) != 0) {
         epoll_event evs[32];
         int n = ::epoll_wait(ep_, evs, 32, 0);
         if (n > 0) {

@@ -112,6 +112,7 @@ class ProgressEngine {
     void run_wanted();
     void drain(int n, const void *evs);
     void drop_fd_locked(Slot &s);
+    void update_sole_locked();
     void thread_main();
     bool exclusive(Slot &s, bool (*fn)(ProgressSource *));
     bool arm_polled();
@@ -124,6 +125,10 @@ class ProgressEngine {
     std::atomic<uint32_t> next_slot_{0};
     std::atomic<uint32_t> sources_{0};
     std::atomic<uint32_t> fd_sources_{0};
+    // When exactly one source has a descriptor in ep_: (gen << 32 | slot) of it, else ~0.
+    // Inline pollers then run it directly (its own recv() finds out whether anything came)
+    // instead of asking epoll first: one system call per message instead of two.
+    std::atomic<uint64_t> sole_fd_source_{~uint64_t{0}};
     // Memory-polled registrations as (gen << 32 | slot), [0, npolled_) valid; edited under
     // mu_, read lock-free (a stale entry fails the generation check).
     std::unique_ptr<std::atomic<uint64_t>[]> polled_;

@@ -372,4 +372,33 @@ TEST(ProgressWake, ThreadOnlyDescriptorServedWhileParked) {
     pe.remove(t);
 }
 
+// One socket source: inline polls run it directly (its own read finds out whether data
+// came); with two, epoll picks the ready one; back to one, direct again.
+TEST(Progress, SoleDescriptorIsPolledDirectlyElseThroughEpoll) {
+    ProgressEngine pe;
+    EventFd ea, eb;
+    CountingSource a(&ea), b(&eb);
+    auto ta = pe.add(&a);
+    ASSERT_TRUE(pe.watch(ta, ea.fd, EPOLLIN));
+    pe.poll_inline();
+    EXPECT_GE(a.readable(), 1) << "a sole source is run on every inline poll";
+    auto tb = pe.add(&b);
+    ASSERT_TRUE(pe.watch(tb, eb.fd, EPOLLIN));
+    std::this_thread::sleep_for(5ms);
+    int a0 = a.readable(), b0 = b.readable();
+    for (int i = 0; i < 10; ++i)
+        pe.poll_inline();
+    EXPECT_EQ(a.readable(), a0) << "with two sources only a ready one runs";
+    EXPECT_EQ(b.readable(), b0);
+    eb.signal();
+    for (int i = 0; i < 10 && b.readable() == b0; ++i)
+        pe.poll_inline();
+    EXPECT_TRUE(eventually([&] { return b.readable() > b0; }));
+    pe.remove(tb);
+    int a1 = a.readable();
+    pe.poll_inline();
+    EXPECT_GT(a.readable(), a1) << "back to one source: polled directly again";
+    pe.remove(ta);
+}
+
 }  // namespace
