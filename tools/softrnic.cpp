@@ -27,6 +27,10 @@ void usage(FILE *out) {
         "  bench   measure send/recv ping-pong, RDMA write and RDMA read: latency p50/p99,\n"
         "          bandwidth with a window of operations in flight, message rate\n"
         "  info    print the RNIC attributes reported by ri_rnic_query\n"
+        "  dat-conf [--prefix P] [--interface IF]\n"
+        "          print the dat.conf lines of the softrnic DAT provider (IA names softrnic,\n"
+        "          softrnic-tcp, softrnic-shm) for an install prefix (default: this build\n"
+        "          tree's library) and interface (default lo)\n"
         "\n"
         "bench, where it runs:\n"
         "  (nothing)          two processes on this machine: this command starts a server\n"
@@ -148,6 +152,30 @@ int info() {
     return 0;
 }
 
+// The dat.conf line format Debian's libdat2 reads: IA name, API version, thread safety,
+// default flag, library path, provider version, instance data (interface and port), and
+// platform data.
+int dat_conf(int argc, char **argv) {
+    std::string prefix, iface = "lo";
+    for (int i = 2; i < argc; ++i) {
+        std::string a = argv[i];
+        if ((a == "--prefix" || a == "--interface") && i + 1 < argc) {
+            (a == "--prefix" ? prefix : iface) = argv[++i];
+        } else {
+            std::fprintf(stderr, "softrnic dat-conf: unknown or incomplete option '%s'\n",
+                         a.c_str());
+            return 2;
+        }
+    }
+    std::string lib = prefix.empty()
+                          ? std::string(SOFTRNIC_DAPL_BUILD_LIB)
+                          : prefix + "/" + SOFTRNIC_INSTALL_LIBDIR + "/libdaplsoftrnic.so.2";
+    for (const char *name : {"softrnic", "softrnic-tcp", "softrnic-shm"})
+        std::printf("%s u2.0 nonthreadsafe default %s dapl.2.0 \"%s 0\" \"\"\n", name, lib.c_str(),
+                    iface.c_str());
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -160,6 +188,7 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
+    if (cmd == "dat-conf") return dat_conf(argc, argv);
     sb::Options o;
     bool sizes_given = false;
     bool role_given = false;
