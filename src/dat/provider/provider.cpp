@@ -120,7 +120,11 @@ Ia *as_ia(DAT_HANDLE h) {
     return as<Ia>(h, DAT_HANDLE_TYPE_IA);
 }
 
-DAT_PROVIDER g_table{};  // one table serves every IA name (the registry copies ia_open only)
+DAT_PROVIDER g_table{};  // the template: every IA name gets a copy (table_for)
+// The provider table registered for IA name `name`: the same functions, with device_name
+// set to the name, since Debian's libdat2 finds an IA's registry entry again (at
+// dat_ia_close) by the device_name of the table its handles point to.
+DAT_PROVIDER *table_for(const char *name);
 
 void add_child(Ia *ia, Obj *o) {
     handles().add(o, o->type);
@@ -651,7 +655,7 @@ void on_request(Ia *ia, cm::ConnectRequest &r) {
         ia->cm->reject(r.id, nonpeer);
         return;
     }
-    auto *cr = new Cr(&g_table, DAT_HANDLE_TYPE_CR, ia);
+    auto *cr = new Cr(ia->provider, DAT_HANDLE_TYPE_CR, ia);
     cr->sp = sp;
     cr->id = r.id;
     cr->qual = sp->qual;
@@ -804,7 +808,9 @@ DAT_RETURN ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HANDLE *asyn
     if (*async_evd != DAT_HANDLE_NULL && *async_evd != DAT_EVD_ASYNC_EXISTS &&
         !handles().valid(*async_evd, DAT_HANDLE_TYPE_EVD))
         return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_ASYNC);
-    auto ia = std::make_unique<Ia>(&g_table, DAT_HANDLE_TYPE_IA, nullptr);
+    DAT_PROVIDER *table = table_for(name);
+    if (!table) return err(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+    auto ia = std::make_unique<Ia>(table, DAT_HANDLE_TYPE_IA, nullptr);
     ia->ia = ia.get();
     ia->name = name;
     ia->info = reg.info;
@@ -1113,7 +1119,7 @@ DAT_RETURN pz_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE *out) {
     Ia *ia = as_ia(h);
     if (!ia) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
     if (!out) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
-    auto *pz = new Pz(&g_table, DAT_HANDLE_TYPE_PZ, ia);
+    auto *pz = new Pz(ia->provider, DAT_HANDLE_TYPE_PZ, ia);
     ri_err_data_t e = 0;
     if (ri_pd_alloc(ia->rnic, &pz->pd, nullptr, pz, &e) != RI_RET_SUCCESS) {
         delete pz;
@@ -1150,7 +1156,7 @@ constexpr DAT_EVD_FLAGS kAllEvdFlags = static_cast<DAT_EVD_FLAGS>(
     DAT_EVD_RMR_BIND_FLAG | DAT_EVD_ASYNC_FLAG);
 
 Evd *make_evd(Ia *ia, DAT_COUNT qlen, DAT_EVD_FLAGS flags, Cno *cno, DAT_RETURN &ret) {
-    auto *evd = new Evd(&g_table, DAT_HANDLE_TYPE_EVD, ia);
+    auto *evd = new Evd(ia->provider, DAT_HANDLE_TYPE_EVD, ia);
     evd->qlen = qlen;
     evd->flags = flags;
     evd->cno = cno;
@@ -1434,7 +1440,7 @@ DAT_RETURN cno_create(DAT_IA_HANDLE h, DAT_OS_WAIT_PROXY_AGENT agent, DAT_CNO_HA
     Ia *ia = as_ia(h);
     if (!ia) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
     if (!out) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
-    auto *c = new Cno(&g_table, DAT_HANDLE_TYPE_CNO, ia);
+    auto *c = new Cno(ia->provider, DAT_HANDLE_TYPE_CNO, ia);
     c->agent = agent;
     c->proxy = agent.proxy_agent_func ? DAT_PROXY_TYPE_AGENT : DAT_PROXY_TYPE_NONE;
     add_child(ia, c);
@@ -1446,7 +1452,7 @@ DAT_RETURN cno_fd_create(DAT_IA_HANDLE h, DAT_FD *fd, DAT_CNO_HANDLE *out) {
     if (!ia) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
     if (!fd) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     if (!out) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
-    auto *c = new Cno(&g_table, DAT_HANDLE_TYPE_CNO, ia);
+    auto *c = new Cno(ia->provider, DAT_HANDLE_TYPE_CNO, ia);
     c->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (c->fd < 0) {
         delete c;
