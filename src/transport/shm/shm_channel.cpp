@@ -72,6 +72,16 @@ namespace L = layout;
 
 namespace {
 
+// Places inbound RDMA Write data so that its last byte is stored last, with release order:
+// consumers poll the final byte of an RDMA-written buffer to learn that the rest arrived
+// (dtest -W, perftest-style ping-pong), and memcpy may store its tail first.
+void place_last_byte_last(std::byte *dst, const void *src, size_t len) {
+    if (len == 0) return;
+    const auto *s = static_cast<const std::byte *>(src);
+    if (len > 1) std::memcpy(dst, s, len - 1);
+    std::atomic_ref<std::byte>(dst[len - 1]).store(s[len - 1], std::memory_order_release);
+}
+
 constexpr TerminateCode kTermUnexpectedOp{0, 2, 0x06};  // RDMAP remote op: unexpected opcode
 constexpr TerminateCode kTermCatastrophic{0, 0, 0x00};  // RDMAP local catastrophic
 constexpr size_t kCtlCap = 64;
@@ -918,7 +928,7 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
                 void *ref = nullptr;
                 RxStatus st = ep_->rx_tagged_acquire(h.stag, h.a, h.len, false, dst, ref);
                 if (!st.ok) return target_failed(st.term, true, h.stag, h.a), false;
-                std::memcpy(dst.ptr, payload, h.len);
+                place_last_byte_last(dst.ptr, payload, h.len);
                 ep_->rx_tagged_release(ref);
             }
             if (h.flags & L::kFlagImmediate) {
@@ -1211,7 +1221,7 @@ bool Core::handle_resp(const L::EntryHdr &h, const std::byte *payload) {
                     return true;
                 }
             } else {
-                std::memcpy(t.mem.ptr + h.a, src, h.b);
+                place_last_byte_last(t.mem.ptr + h.a, src, h.b);
             }
             chunk_[i] = ChunkUse::Free;
             t.done += h.b;
