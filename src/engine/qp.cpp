@@ -500,8 +500,14 @@ void Qp::execute_sq_wr(const ri_wr_t &wr, const WrInfo &info) {
         finish_outbound(f, chan->submit(op));
         return;
     }
-    // Asynchronous transport: the record must be in place before submit, since the
-    // transport may complete it from its own thread before submit returns.
+    // Asynchronous transport. First its synchronous fast path (small inline operations with
+    // nothing queued ahead): no pending record, no lock.
+    if (transport::OpResult now; chan->submit_now(op, now)) {
+        finish_outbound(f, now);
+        return;
+    }
+    // Otherwise the record must be in place before submit, since the transport may complete
+    // it from its own thread before submit returns.
     InFlight *slot_rec = nullptr;
     {
         std::lock_guard lk(pending_mu);

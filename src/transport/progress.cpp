@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <thread>
 
 namespace softrnic::transport {
 
@@ -17,19 +18,14 @@ constexpr uint32_t kRunning = 1;
 constexpr uint32_t kPending = 2;
 constexpr uint32_t kDead = 4;
 
-// An inline poll within this window counts as "a consumer is polling": the thread parks.
-constexpr int64_t kInlineWindowNs = 200'000;
 // How often a parked thread checks whether the pollers stopped (bounds the delay before a
-// source nobody polls any more is served again).
+// source nobody polls any more is served again). The thread stays parked while inline polls
+// happened since its last look.
 constexpr int kParkRecheckMs = 1;
 
-thread_local ProgressSource *tls_current = nullptr;
-
-int64_t now_ns() {
-    timespec ts;
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
+// Initial-exec: the library is linked by programs (and by the DAT provider, itself loaded
+// early), and the default dynamic model costs a __tls_get_addr call per kick.
+[[gnu::tls_model("initial-exec")]] thread_local ProgressSource *tls_current = nullptr;
 
 uint64_t pack(uint32_t gen, uint32_t slot) {
     return (uint64_t{gen} << 32) | slot;
@@ -359,13 +355,19 @@ void ProgressEngine::disarm_polled() {
     }
 }
 
-bool ProgressEngine::inline_recent() const {
-    return now_ns() - last_inline_ns_.load(std::memory_order_relaxed) < kInlineWindowNs;
+bool ProgressEngine::inline_polls_since(uint64_t &seen) const {
+    uint64_t now = inline_epoch_.load(std::memory_order_relaxed);
+    if (now == seen) return false;
+    seen = now;
+    return true;
 }
 
 bool ProgressEngine::poll_inline() {
     if (!active()) return false;
-    last_inline_ns_.store(now_ns(), std::memory_order_relaxed);
+    // Not a clock read: on this kind of VM clock_gettime was a third of an empty poll.
+    // Pollers on several threads may lose each other's increments; any change will do.
+    inline_epoch_.store(inline_epoch_.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
     bool did = false;
     uint64_t sole = sole_fd_source_.load(std::memory_order_acquire);
     if (sole != ~uint64_t{0}) {
@@ -401,8 +403,9 @@ bool ProgressEngine::poll_inline() {
 
 void ProgressEngine::thread_main() {
     epoll_event evs[64];
+    uint64_t seen_epoch = inline_epoch_.load(std::memory_order_relaxed);
     while (!stop_.load(std::memory_order_acquire)) {
-        if (inline_recent()) {
+        if (inline_polls_since(seen_epoch)) {
             // Parked: the pollers serve the sources; wake-ups and thread-only descriptors
             // (which the pollers never look at) still reach us.
             pollfd p[2] = {{wake_fd_, POLLIN, 0}, {slow_ep_, POLLIN, 0}};
@@ -428,8 +431,15 @@ void ProgressEngine::thread_main() {
             thread_waiting_.store(false, std::memory_order_relaxed);
             disarm_polled();
             run_wanted();
+            // A source busy on a poller's thread could not be armed: the poller has moved
+            // the epoch (next round parks); otherwise let the holder finish instead of
+            // spinning against it on a machine with few CPUs.
+            std::this_thread::yield();
             continue;
         }
+        // Only polls made while we block count as "pollers active" when we wake: the
+        // events that woke us are served first, without parking.
+        seen_epoch = inline_epoch_.load(std::memory_order_relaxed);
         int n = ::epoll_wait(thread_ep_, evs, 3, -1);
         thread_waiting_.store(false, std::memory_order_relaxed);
         disarm_polled();

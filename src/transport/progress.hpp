@@ -117,7 +117,8 @@ class ProgressEngine {
     bool exclusive(Slot &s, bool (*fn)(ProgressSource *));
     bool arm_polled();
     void disarm_polled();
-    bool inline_recent() const;
+    // True (and `seen` updated) when inline polls happened since `seen` was taken.
+    bool inline_polls_since(uint64_t &seen) const;
 
     mutable std::mutex mu_;  // registration changes only
     std::array<std::atomic<Slot *>, kChunks> chunks_{};
@@ -134,8 +135,10 @@ class ProgressEngine {
     std::unique_ptr<std::atomic<uint64_t>[]> polled_;
     std::atomic<uint32_t> npolled_{0};
     std::atomic<bool> any_wanted_{false};
-    std::atomic<int64_t> last_inline_ns_{0};
-    std::atomic<bool> thread_waiting_{false};  // thread blocked (epoll or park): wake() must signal
+    // Bumped by every inline poll; the thread compares it with what it saw last.
+    alignas(64) std::atomic<uint64_t> inline_epoch_{0};
+    alignas(64) std::atomic<bool> thread_waiting_{
+        false};  // thread blocked (epoll or park): wake() must signal
     std::atomic<bool> stop_{false};
     int ep_ = -1;         // the sources' descriptors (inline pollers wait on it with timeout 0)
     int thread_ep_ = -1;  // the thread's set: wake_fd_, ep_ and slow_ep_ (nested)

@@ -167,6 +167,16 @@ class Channel {
     // Stops delivery and waits until no call into the endpoint is in progress.
     virtual void detach() = 0;
     virtual OpResult submit(const OutboundOp &op) = 0;
+    // An asynchronous transport's synchronous fast path: either carries `op` out entirely
+    // now (true; `out` is Done, Terminated or Disconnected, never Pending, and nothing of
+    // it will be reported through tx_complete) or declines without any effect (false), and
+    // the engine calls submit(). Lets the engine skip its pending-record bookkeeping for
+    // small operations that nothing is queued ahead of.
+    virtual bool submit_now(const OutboundOp &op, OpResult &out) {
+        (void)op;
+        (void)out;
+        return false;
+    }
     // Sends a Terminate (when `term` is set) and closes the stream.
     virtual void terminate(TerminateCode term, std::span<const uint8_t> msg) = 0;
     virtual void close(CloseKind kind) = 0;

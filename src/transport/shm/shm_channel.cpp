@@ -395,6 +395,7 @@ class Core final : public ProgressSource {
     }
 
     OpResult submit(const OutboundOp &op);
+    bool submit_now(const OutboundOp &op, OpResult &out);
     void terminate(TerminateCode code, std::span<const uint8_t> msg);
     void close(CloseKind kind);
     void detach();
@@ -597,35 +598,47 @@ OpResult Core::finish_now_locked(OpResult r) {
     return {OpOutcome::Pending, {}};
 }
 
-OpResult Core::submit(const OutboundOp &op) {
-    bool small = (op.kind == OpKind::Send || op.kind == OpKind::SendInvalidate ||
-                  op.kind == OpKind::SendImmediate || op.kind == OpKind::RdmaWrite ||
-                  op.kind == OpKind::RdmaWriteImmediate) &&
-                 op.length <= L::kInlineMax;
-    bool fits = op.local.size() <= L::kMaxIov;
-    // Fast path: a small Send or Write with nothing outstanding goes straight into the
-    // peer's ring and completes now. unsent_ == 0 also means nobody else produces into
-    // the req ring (the last flush released it to us).
-    if (small && fits && unsent_.load(std::memory_order_acquire) == 0 &&
-        unreported_.load(std::memory_order_acquire) == 0 &&
-        !closed_.load(std::memory_order_acquire)) {
-        OpRec r;
-        r.kind = op.kind;
-        r.solicited = op.solicited;
-        r.inline_data = true;
-        std::copy(op.local.begin(), op.local.end(), r.local.begin());
-        r.nlocal = static_cast<uint32_t>(op.local.size());
-        r.length = op.length;
-        r.remote_stag = op.remote_stag;
-        r.remote_to = op.remote_to;
-        r.immediate = op.immediate;
-        bool broken = false;
-        if (emit_request(r, broken)) {
-            notify_peer();
-            return {OpOutcome::Done, {}};
-        }
-        if (broken) protocol_error();
+namespace {
+bool is_small_inline(const OutboundOp &op) {
+    return (op.kind == OpKind::Send || op.kind == OpKind::SendInvalidate ||
+            op.kind == OpKind::SendImmediate || op.kind == OpKind::RdmaWrite ||
+            op.kind == OpKind::RdmaWriteImmediate) &&
+           op.length <= L::kInlineMax;
+}
+}  // namespace
+
+bool Core::submit_now(const OutboundOp &op, OpResult &out) {
+    // A small Send or Write with nothing outstanding goes straight into the peer's ring
+    // and completes now. unsent_ == 0 also means nobody else produces into the req ring
+    // (the last flush released it to us).
+    if (!is_small_inline(op) || op.local.size() > L::kMaxIov ||
+        unsent_.load(std::memory_order_acquire) != 0 ||
+        unreported_.load(std::memory_order_acquire) != 0 || closed_.load(std::memory_order_acquire))
+        return false;
+    OpRec r;
+    r.kind = op.kind;
+    r.solicited = op.solicited;
+    r.inline_data = true;
+    std::copy(op.local.begin(), op.local.end(), r.local.begin());
+    r.nlocal = static_cast<uint32_t>(op.local.size());
+    r.length = op.length;
+    r.remote_stag = op.remote_stag;
+    r.remote_to = op.remote_to;
+    r.immediate = op.immediate;
+    bool broken = false;
+    if (emit_request(r, broken)) {
+        notify_peer();
+        out = {OpOutcome::Done, {}};
+        return true;
     }
+    if (broken) protocol_error();
+    return false;  // no room in the ring (or it broke): the queued path sorts it out
+}
+
+OpResult Core::submit(const OutboundOp &op) {
+    bool small = is_small_inline(op);
+    bool fits = op.local.size() <= L::kMaxIov;
+    if (OpResult now; submit_now(op, now)) return now;
     std::unique_lock lk(mu_);
     if (closed_.load(std::memory_order_acquire) || detached_.load(std::memory_order_acquire))
         return finish_now_locked({OpOutcome::Disconnected, {}});
@@ -1495,6 +1508,9 @@ class ShmChannel final : public Channel {
     void attach(Endpoint *ep) override { core_->attach(ep); }
     void detach() override { core_->detach(); }
     OpResult submit(const OutboundOp &op) override { return core_->submit(op); }
+    bool submit_now(const OutboundOp &op, OpResult &out) override {
+        return core_->submit_now(op, out);
+    }
     void terminate(TerminateCode term, std::span<const uint8_t> msg) override {
         core_->terminate(term, msg);
     }
