@@ -259,7 +259,10 @@ void ProgressEngine::kick(Slot &s, uint32_t events) {
     ProgressSource *prev = tls_current;
     tls_current = src;
     for (;;) {
-        uint32_t ev = s.events.exchange(0, std::memory_order_acq_rel);
+        // Inline polls of memory-polled sources come with no events: a load, not an RMW.
+        uint32_t ev = s.events.load(std::memory_order_acquire) != 0
+                          ? s.events.exchange(0, std::memory_order_acq_rel)
+                          : 0;
         if (src) src->progress(ev);
         uint32_t expect = kRunning;
         if (s.state.compare_exchange_strong(expect, 0, std::memory_order_acq_rel)) break;

@@ -222,6 +222,7 @@ class Core final : public ProgressSource {
     void progress(uint32_t events) override;
 
     OpResult submit(const OutboundOp &op);
+    bool submit_now(const OutboundOp &op, OpResult &out);
     void terminate(TerminateCode code);
     void close(CloseKind kind);
     void detach();
@@ -451,6 +452,77 @@ OpResult Core::submit(const OutboundOp &op) {
     }
     if (!ops_.empty() && ops_.front().ready) wake();
     return {OpOutcome::Pending, {}};
+}
+
+// The latency path: a Send or Write that fits one FPDU, with nothing queued or being
+// reported ahead of it, goes to the kernel from here with no queue record. If the kernel
+// takes only part of it, the rest is copied (at most one FPDU) and written by progress, so
+// the op is still complete (its memory free) when this returns.
+bool Core::submit_now(const OutboundOp &op, OpResult &out) {
+    bool send = op.kind == OpKind::Send || op.kind == OpKind::SendInvalidate;
+    if ((!send && op.kind != OpKind::RdmaWrite) || op.local.size() > kMaxLocal ||
+        op.length >= mulpdu_)
+        return false;
+    std::lock_guard lk(mu_);
+    if (fd_ < 0 || tx_ != TxState::Open || local_closed_ ||
+        detached_.load(std::memory_order_acquire) || rtr_pending_.load(std::memory_order_relaxed) ||
+        !ops_.empty() || reporting_ != 0 || !msgs_.empty() || !fpdus_.empty())
+        return false;
+    w::DdpHeader first{};
+    if (send) {
+        bool inv = op.kind == OpKind::SendInvalidate;
+        first.opcode =
+            inv ? (op.solicited ? w::Opcode::SendSeInvalidate : w::Opcode::SendInvalidate)
+                : (op.solicited ? w::Opcode::SendSe : w::Opcode::Send);
+        first.inv_stag = inv ? op.remote_stag : 0;
+        first.qn = static_cast<uint32_t>(w::Queue::Send);
+        first.msn = send_msn_;
+    } else {
+        first.opcode = w::Opcode::RdmaWrite;
+        first.stag = op.remote_stag;
+        first.to = op.remote_to;
+    }
+    w::Segmenter seg;
+    w::SegmentPlan plan;
+    if (seg.start(first, op.length, mulpdu_) != w::Status::Ok || !seg.next(plan) || !plan.hdr.last)
+        return false;
+    uint8_t hdr[w::kMaxHeaderLen];
+    size_t hl = w::encode_ddp_header(plan.hdr, hdr);
+    std::array<std::span<const uint8_t>, kMaxPieces> pieces;
+    size_t npieces = 0;
+    for (const IoSpan &sp : op.local)
+        if (sp.len) pieces[npieces++] = {reinterpret_cast<const uint8_t *>(sp.ptr), sp.len};
+    w::FpduFrame frame;
+    if (w::build_fpdu_frame({hdr, hl}, {pieces.data(), npieces}, crc_, frame) != w::Status::Ok)
+        return false;
+    std::array<struct iovec, kMaxPieces + 2> iov;
+    size_t n = w::fpdu_iovecs(frame, {pieces.data(), npieces}, iov);
+    if (n == 0) return false;
+    msghdr mh{};
+    mh.msg_iov = iov.data();
+    mh.msg_iovlen = n;
+    ssize_t wr = ::sendmsg(fd_, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    // Nothing written (full socket, signal, broken stream): the queued path deals with it.
+    if (wr <= 0) return false;
+    if (send) ++send_msn_;
+    size_t total = frame.total() + static_cast<size_t>(op.length);
+    if (static_cast<size_t>(wr) < total) {
+        Fpdu &f = fpdus_.emplace_back();
+        f.owned.reserve(total - static_cast<size_t>(wr));
+        size_t skip = static_cast<size_t>(wr);
+        for (size_t i = 0; i < n; ++i) {
+            auto *b = static_cast<const uint8_t *>(iov[i].iov_base);
+            size_t len = iov[i].iov_len;
+            size_t k = std::min(skip, len);
+            skip -= k;
+            f.owned.insert(f.owned.end(), b + k, b + len);
+        }
+        f.total = f.owned.size();
+        queued_bytes_ += f.total;
+        update_out_locked();  // progress writes the rest when the socket has room
+    }
+    out = {OpOutcome::Done, {}};
+    return true;
 }
 
 void Core::refill_locked() {
@@ -1229,6 +1301,9 @@ class TcpChannel final : public Channel {
     void attach(Endpoint *ep) override { core_->attach(ep); }
     void detach() override { core_->detach(); }
     OpResult submit(const OutboundOp &op) override { return core_->submit(op); }
+    bool submit_now(const OutboundOp &op, OpResult &out) override {
+        return core_->submit_now(op, out);
+    }
     void terminate(TerminateCode term, std::span<const uint8_t>) override {
         core_->terminate(term);
     }
