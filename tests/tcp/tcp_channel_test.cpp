@@ -833,3 +833,67 @@ TEST_F(TcpRtr, AnotherFirstFpduIsNoMatchingRtr) {
 }
 
 }  // namespace
+
+namespace {
+
+// Sends posted while the peer does not read: the first go to the kernel from the posting
+// thread (no queue record), one of them usually only in part once the socket fills (the
+// rest is kept as an owned FPDU), and the later ones queue behind it. The raw peer then
+// reads everything: every FPDU whole, in posting order, with its own bytes and MSN.
+TEST_F(TcpFin, SendsIntoAFullSocketStayFramedAndOrdered) {
+    a = ra.new_qp();
+    ASSERT_TRUE(a);
+    int fa = -1, fb = -1;
+    ASSERT_TRUE(socket_pair(fa, fb));
+    int small = 4096;
+    ::setsockopt(fa, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+    ::setsockopt(fb, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    tcp::StreamParams p;
+    ASSERT_EQ(to_rts(a, tcp::adopt_socket(fa, p)), RI_RET_SUCCESS);
+
+    constexpr size_t kMsgs = 48, kLen = 1499;
+    Buf &src = buf(kMsgs * kLen);
+    Mr *ms = ra.reg(src, kLocalRW);
+    for (size_t i = 0; i < kMsgs * kLen; ++i)
+        src.data()[i] = static_cast<uint8_t>(i / kLen * 7 + i % 251);
+    for (size_t m = 0; m < kMsgs; ++m) {
+        ri_data_seg_t s = sge(src.data() + m * kLen, kLen, ms->ltag);
+        ASSERT_EQ(post_send(a, RI_WR_TYPE_SEND, kSig, m, &s, 1), RI_RET_SUCCESS) << m;
+    }
+
+    w::FpduDecoder dec({false, 0xFFFF});
+    std::vector<uint8_t> in(1 << 16);
+    size_t got = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (got < kMsgs && std::chrono::steady_clock::now() < deadline) {
+        pollfd pf{fb, POLLIN, 0};
+        if (::poll(&pf, 1, 100) != 1) continue;
+        ssize_t k = ::recv(fb, in.data(), in.size(), 0);
+        ASSERT_GT(k, 0);
+        std::span<const uint8_t> rest(in.data(), static_cast<size_t>(k));
+        while (!rest.empty()) {
+            auto fr = dec.feed(rest);
+            rest = rest.subspan(fr.consumed);
+            ASSERT_NE(fr.state, w::FeedState::Error) << "framing lost after message " << got;
+            if (fr.state != w::FeedState::Segment) continue;
+            w::Segment seg;
+            ASSERT_EQ(w::decode_segment(dec.segment(), seg), w::Status::Ok);
+            ASSERT_EQ(seg.hdr.opcode, w::Opcode::Send);
+            ASSERT_TRUE(seg.hdr.last);
+            EXPECT_EQ(seg.hdr.msn, got + 1);
+            ASSERT_EQ(seg.payload.size(), kLen);
+            EXPECT_TRUE(std::equal(seg.payload.begin(), seg.payload.end(), src.data() + got * kLen))
+                << "message " << got << " carries other bytes";
+            ++got;
+        }
+    }
+    EXPECT_EQ(got, kMsgs);
+    for (size_t m = 0; m < kMsgs; ++m) {
+        ri_rc_wc_t wc = must_poll(ra, a->scq);
+        EXPECT_EQ(wc.op_status, RI_WC_STATUS_SUCCESS);
+        EXPECT_EQ(wc.id, m) << "send completions out of posting order";
+    }
+    ::close(fb);
+}
+
+}  // namespace
