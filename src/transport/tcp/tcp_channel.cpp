@@ -240,9 +240,16 @@ class Core final : public ProgressSource {
     }
     void leave_ep() { in_ep_.fetch_sub(1, std::memory_order_release); }
 
-    void wake() { pe_.wake(token_); }
+    // Every change made outside progress that progress must act on (a queued op, a close,
+    // an abort request, a reference to release) sets the hint; an idle inline poll then
+    // costs a recv() and a few loads instead of five mutex round trips.
+    void hint() { hint_.store(true, std::memory_order_release); }
+    void wake() {
+        hint();
+        pe_.wake(token_);
+    }
 
-    void do_read();
+    bool do_read();
     bool handle_segment(std::span<const uint8_t> ulpdu);
     bool handle_atomic_request(const w::AtomicRequestBody &b, std::span<const uint8_t> ulpdu);
     void report_ready();
@@ -281,6 +288,7 @@ class Core final : public ProgressSource {
     // Waiting for the initiator's RTR (StreamParams::await_rtr): outbound FPDUs are held.
     // Cleared under mu_; read by progress without it.
     std::atomic<bool> rtr_pending_{false};
+    std::atomic<bool> hint_{true};
 
     // Progress only.
     std::unique_ptr<w::FpduDecoder> dec_;
@@ -312,6 +320,8 @@ class Core final : public ProgressSource {
     uint32_t next_atomic_id_ = 1;
     uint32_t atomic_resp_msn_ = 1;  // responder: queue 3 has its own MSN sequence
 
+    // Progress only: references being released (swapped with pending_release_).
+    std::vector<void *> releasing_;
     // Progress only: the Write an Immediate Data message reports the length of.
     uint64_t last_write_len_ = 0;
     bool last_write_done_ = true;
@@ -586,6 +596,7 @@ void Core::refill_locked() {
 }
 
 void Core::retire_fpdu_locked(Fpdu &f) {
+    if (f.op || f.release_ref) hint();
     if (f.op) {
         f.op->ready = true;
         f.op->result = {OpOutcome::Done, {}};
@@ -646,6 +657,7 @@ void Core::flush_locked() {
 void Core::update_out_locked() {
     if (fd_ < 0 || !attached_.load(std::memory_order_acquire)) return;
     bool want = !fpdus_.empty();
+    if (want || !msgs_.empty()) hint();  // inline polls retry while anything is queued
     if (want == out_armed_) return;
     if (pe_.watch(token_, fd_, EPOLLIN | EPOLLRDHUP | (want ? uint32_t{EPOLLOUT} : 0u)))
         out_armed_ = want;
@@ -827,14 +839,17 @@ void Core::progress(uint32_t events) {
     if (!attached_.load(std::memory_order_acquire)) return;
     bool readable = events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
     bool writable = events & EPOLLOUT;
-    {
+    bool hinted =
+        hint_.load(std::memory_order_acquire) && hint_.exchange(false, std::memory_order_acq_rel);
+    if (hinted) {
         std::lock_guard lk(mu_);
         if (abort_req_) {
             abort_req_ = false;
             close_fd_locked(true);
         }
     }
-    if (readable) do_read();
+    bool received = readable && do_read();
+    if (!hinted && !received && !writable) return;  // nothing came, nothing queued
     {
         std::lock_guard lk(mu_);
         if (writable || !fpdus_.empty() || !msgs_.empty()) flush_locked();
@@ -843,16 +858,18 @@ void Core::progress(uint32_t events) {
     report_ready();
 }
 
-void Core::do_read() {
+bool Core::do_read() {
     // One receive buffer per thread, not per connection: every byte of it is fed to the
     // decoder (which keeps partial FPDUs itself) before do_read returns, and a thousand
     // connections would otherwise hold 256 MiB.
     thread_local std::unique_ptr<uint8_t[]> rxbuf =
         std::make_unique_for_overwrite<uint8_t[]>(kRxBuf);
+    bool got = false;
     for (int iter = 0; iter < 16; ++iter) {
-        if (fd_ < 0) return;  // only progress closes fd_
+        if (fd_ < 0) return got;  // only progress closes fd_
         ssize_t n = ::recv(fd_, rxbuf.get(), kRxBuf, MSG_DONTWAIT);
         if (n > 0) {
+            got = true;
             std::span<const uint8_t> in(rxbuf.get(), static_cast<size_t>(n));
             while (!in.empty() && rx_open_.load(std::memory_order_acquire)) {
                 w::FeedResult r = dec_->feed(in);
@@ -865,7 +882,7 @@ void Core::do_read() {
                 }
             }
             // Anything left after the stream stopped delivering is discarded.
-            if (static_cast<size_t>(n) < kRxBuf) return;
+            if (static_cast<size_t>(n) < kRxBuf) return true;
             continue;
         }
         if (n == 0) {
@@ -875,13 +892,14 @@ void Core::do_read() {
                 stream_lost();
             else
                 on_stream_end(CloseKind::Graceful);
-            return;
+            return true;
         }
         if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return got;
         on_stream_end(CloseKind::Abortive);
-        return;
+        return true;
     }
+    return got;
 }
 
 void Core::on_stream_end(CloseKind kind) {
@@ -1254,13 +1272,13 @@ bool Core::handle_atomic_request(const w::AtomicRequestBody &b, std::span<const 
 void Core::release_refs() {
     // Taken off the list only inside the gate: once detached, detach() releases them.
     if (!enter_ep()) return;
-    std::vector<void *> refs;
     {
         std::lock_guard lk(mu_);
-        refs.swap(pending_release_);
+        releasing_.swap(pending_release_);  // both keep their capacity: no allocation
     }
-    for (void *r : refs)
+    for (void *r : releasing_)
         ep_->rx_tagged_release(r);
+    releasing_.clear();
     leave_ep();
 }
 
