@@ -2,7 +2,12 @@
 // the middle of transfers in both directions (the survivor flushes within a bounded time
 // and leaks no descriptor, mapping or thread), another user locked out, shared memory per
 // connection, and 1,000 connections between two processes.
+#include <sys/syscall.h>
+
+#include <cstring>
+
 #include "shm_util.hpp"
+#include "transport/shm/link.hpp"
 
 using namespace st;
 
@@ -456,6 +461,26 @@ TEST(Scale, ThousandConnections) {
                     ms(Clock::now() - tt));
     }
     expect_same(before);
+}
+
+// CMA addresses the peer by pid. The channel pins the peer with a pidfd when it connects
+// and checks it before every process_vm_readv/writev: once the peer exited, its pid may be
+// handed to an unrelated process, which must not receive our writes or serve our reads.
+TEST(PidFd, ReportsTheExitOfThePinnedProcessNotOfItsPid) {
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::pause();
+        ::_exit(0);
+    }
+    shm::PidFd pin(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
+    ASSERT_TRUE(pin.valid()) << "pidfd_open: " << std::strerror(errno);
+    EXPECT_TRUE(pin.alive());
+    ::kill(child, SIGKILL);
+    int st = 0;
+    ASSERT_EQ(::waitpid(child, &st, 0), child);
+    EXPECT_FALSE(pin.alive()) << "a dead peer's pid would still be used for CMA";
+    EXPECT_TRUE(shm::PidFd().alive()) << "no pidfd: nothing to check against";
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // hand-over (Handshake::adopt) and the QP's claim, and afterwards inside the channel.
 #pragma once
 
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -51,6 +52,40 @@ struct Counters {
 };
 Counters &counters();
 
+// A pidfd (pidfd_open): readable once the process it names has exited, whatever process
+// later gets the same pid.
+class PidFd {
+  public:
+    PidFd() = default;
+    explicit PidFd(int fd) : fd_(fd) {}
+    PidFd(PidFd &&o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+    PidFd &operator=(PidFd &&o) noexcept {
+        if (this != &o) {
+            reset();
+            fd_ = std::exchange(o.fd_, -1);
+        }
+        return *this;
+    }
+    PidFd(const PidFd &) = delete;
+    PidFd &operator=(const PidFd &) = delete;
+    ~PidFd() { reset(); }
+    bool valid() const { return fd_ >= 0; }
+    // False once the process exited. Without a pidfd (kernel before 5.3) there is nothing
+    // to check against: true.
+    bool alive() const {
+        if (fd_ < 0) return true;
+        pollfd p{fd_, POLLIN, 0};
+        return ::poll(&p, 1, 0) == 0;
+    }
+
+  private:
+    void reset() {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+    }
+    int fd_ = -1;
+};
+
 // An established connection: the Unix socket (doorbell + liveness), our segment (what
 // flows to us), the peer's (what we send), the peer's pid for CMA.
 struct Link {
@@ -58,6 +93,7 @@ struct Link {
     Mapping mine;
     Mapping peer;
     pid_t peer_pid = 0;
+    PidFd peer_pidfd;  // with cma: checked before each process_vm_* on peer_pid
     bool cma = false;
     // The peer's segment at the peer's own address (from its hello). Only meaningful when
     // both ends share this process; used as ThreadSanitizer's synchronisation key, since

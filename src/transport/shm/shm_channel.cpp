@@ -997,7 +997,9 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
                 nlocal = 1;
             }
             bool ok = true;
-            if (!staged) {
+            if (!link_->peer_pidfd.alive()) {
+                ok = false;  // the peer exited: its pid may already name another process
+            } else if (!staged) {
                 ssize_t got =
                     ::process_vm_readv(link_->peer_pid, local.data(), nlocal, iov.data(), niov, 0);
                 ok = got == static_cast<ssize_t>(t.length);
@@ -1020,8 +1022,9 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
                         base = e;
                     }
                     iovec l{my_bounce_, static_cast<size_t>(n)};
-                    ok = ::process_vm_readv(link_->peer_pid, &l, 1, part.data(), np, 0) ==
-                         static_cast<ssize_t>(n);
+                    ok = link_->peer_pidfd.alive() &&
+                         ::process_vm_readv(link_->peer_pid, &l, 1, part.data(), np, 0) ==
+                             static_cast<ssize_t>(n);
                     if (ok) {
                         RxStatus st =
                             ep_->rx_recv_place(t.recv, off, {my_bounce_, static_cast<size_t>(n)});
@@ -1082,7 +1085,9 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
                 return true;
             }
             iovec l{src.ptr, static_cast<size_t>(h.b)};
-            ssize_t put = ::process_vm_writev(link_->peer_pid, &l, 1, iov.data(), niov, 0);
+            ssize_t put = link_->peer_pidfd.alive()
+                              ? ::process_vm_writev(link_->peer_pid, &l, 1, iov.data(), niov, 0)
+                              : -1;
             ep_->rx_tagged_release(ref);
             if (put != static_cast<ssize_t>(h.b)) {
                 cma_failed();

@@ -165,6 +165,7 @@ struct Handshake::State {
     Mapping mine, peer;
     uint64_t peer_canon = 0;
     pid_t peer_pid = 0;
+    PidFd peer_pidfd;
     bool allow_cma = true;
     bool cma = false;
     uint64_t probe = 0;
@@ -293,6 +294,10 @@ Handshake::Step Handshake::receive(int sock) {
     // policy (Yama, seccomp, containers) lets us attach to the peer.
     s.cma = false;
     if (s.allow_cma && cma_allowed_by_env() && s.peer_pid > 0) {
+        // Pin the process first, then prove it is the peer (it holds the random probe
+        // value): CMA by pid is then checked against this pidfd before every use, so a
+        // recycled pid never gets our reads or writes.
+        s.peer_pidfd = PidFd(static_cast<int>(::syscall(SYS_pidfd_open, s.peer_pid, 0)));
         uint64_t v = 0;
         iovec l{&v, sizeof v};
         iovec r{reinterpret_cast<void *>(static_cast<uintptr_t>(hello.probe_addr)), sizeof v};
@@ -312,6 +317,7 @@ ri_llp_stream_handle_t Handshake::adopt(int sock) {
     link->peer = std::move(s.peer);
     link->peer_pid = s.peer_pid;
     link->cma = s.cma;
+    if (s.cma) link->peer_pidfd = std::move(s.peer_pidfd);
     if (s.peer_pid == ::getpid())
         link->peer_canon = reinterpret_cast<const void *>(static_cast<uintptr_t>(s.peer_canon));
     link->sock = sock;
