@@ -69,8 +69,9 @@ class Qp final : public transport::Endpoint {
     bool async_chan = false;  // the transport completes operations later (tx_complete)
     // Optional operations the stream carries (Channel::capabilities), set at RTS.
     std::atomic<uint32_t> chan_caps{transport::Channel::kCapAll};
-    std::atomic<bool> cancelling{false};  // being destroyed: outstanding WRs just vanish
-    std::mutex pending_mu;                // used only with asynchronous transports
+    std::atomic<bool> bound_narrow_windows{false};  // a type 2 window was bound through us
+    std::atomic<bool> cancelling{false};            // being destroyed: outstanding WRs just vanish
+    std::mutex pending_mu;                          // used only with asynchronous transports
     std::deque<InFlight> pending;
     ri_llp_stream_handle_t llp = 0;
     bool llp_set = false;

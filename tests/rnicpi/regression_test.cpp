@@ -350,4 +350,48 @@ TEST(RnicpiRegression, BindRacingDeregNeverLeavesAWindowOverAFreedRegion) {
     EXPECT_EQ(both_succeeded, 0) << "a valid window survived the dereg of its region";
 }
 
+// A narrow (type 2) window bound through a QP is invalidated when that QP is destroyed;
+// a QP that never bound one is destroyed without walking the STag table.
+TEST(RnicpiRegression, DestroyingAQpInvalidatesTheNarrowWindowsBoundThroughIt) {
+    Rnic r("mwq");
+    ASSERT_TRUE(r.ok());
+    QpOpts ob;
+    ob.bind = true;
+    Pair p(r, r, {}, ob);
+    ASSERT_TRUE(p.ok());
+    Buf region(4096);
+    Mr *mr = r.reg(region, kLocalRW | RI_MEM_FLAGS_REMOTE_WRITE | RI_MEM_FLAGS_BINDING);
+    ASSERT_TRUE(mr);
+    ASSERT_NO_FATAL_FAILURE(p.up());
+    Mw *mw = r.new_mw(RI_MW_TYPE_2);
+    ASSERT_NE(mw, nullptr);
+    ri_wr_t w;
+    std::memset(&w, 0, sizeof(w));
+    w.wr_bind.type = RI_WR_TYPE_BIND;
+    w.wr_bind.flags = F(kSig);
+    w.wr_bind.id = 7;
+    w.wr_bind.mw_handle = mw->h;
+    w.wr_bind.rtag = (mw->rtag & ~0xFFu) | 0x21u;
+    w.wr_bind.mr_handle = mr->h;
+    w.wr_bind.ltag = mr->ltag;
+    w.wr_bind.vaddr = region.va();
+    w.wr_bind.length = 512;
+    w.wr_bind.mem_attr = MA(RI_MEM_FLAGS_REMOTE_WRITE);
+    ASSERT_EQ(post_wr(p.b, &w), RI_RET_SUCCESS);
+    ri_rc_wc_t wc = must_poll(r, p.b->scq);
+    ASSERT_EQ(wc.op_status, RI_WC_STATUS_SUCCESS);
+    ri_stag_state_t st{};
+    ASSERT_EQ(ri_mw_query(r.rnic, mw->h, nullptr, &st, nullptr, nullptr, nullptr, &r.err),
+              RI_RET_SUCCESS);
+    EXPECT_EQ(st, RI_STAG_STATE_VALID);
+    ASSERT_EQ(r.destroy(p.a), RI_RET_SUCCESS);  // never bound a window: the window stays
+    ASSERT_EQ(ri_mw_query(r.rnic, mw->h, nullptr, &st, nullptr, nullptr, nullptr, &r.err),
+              RI_RET_SUCCESS);
+    EXPECT_EQ(st, RI_STAG_STATE_VALID);
+    ASSERT_EQ(r.destroy(p.b), RI_RET_SUCCESS);
+    ASSERT_EQ(ri_mw_query(r.rnic, mw->h, nullptr, &st, nullptr, nullptr, nullptr, &r.err),
+              RI_RET_SUCCESS);
+    EXPECT_EQ(st, RI_STAG_STATE_INVALID) << "a window bound through a destroyed QP stayed valid";
+}
+
 }  // namespace
