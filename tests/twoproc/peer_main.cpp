@@ -159,7 +159,16 @@ class Peer {
     int teardown() {
         torn_down_ = true;
         stop_stream();
-        cm_.reset();  // no more events (the handler touches nothing below)
+        {
+            // The connect-request handler uses cm_ on the manager's thread, under
+            // listen_mu_: detach the pointer under that lock (the handler then sees none),
+            // and destroy the manager (joining its thread) outside it.
+            std::unique_ptr<cm::ConnectionManager> gone;
+            {
+                std::lock_guard lk(listen_mu_);
+                gone = std::move(cm_);
+            }
+        }  // no more events (the handler touches nothing below)
         events_.reset();
         if (rnic_) rnic_->teardown();  // QPs, MRs... (buffers outlive the registrations)
         rnic_.reset();
@@ -189,6 +198,7 @@ class Peer {
             auto *r = std::get_if<cm::ConnectRequest>(&e);
             if (!r) return;
             std::lock_guard lk(listen_mu_);
+            if (!cm_) return;  // tearing down
             if (reject_) {
                 cm_->reject(r->id, listen_pd_);
             } else {
@@ -198,7 +208,9 @@ class Peer {
                 cm_->accept(r->id, p);
             }
         };
-        cm_ = std::make_unique<cm::ConnectionManager>(events_->handler());
+        auto m = std::make_unique<cm::ConnectionManager>(events_->handler());
+        std::lock_guard lk(listen_mu_);  // the handler reads cm_ under it
+        cm_ = std::move(m);
         return cm_->ok();
     }
 
