@@ -10,7 +10,8 @@
 #   fi_pingpong -p tcp -d lo / -p shm    libfabric 8 B ping-pong (Debian libfabric-bin)
 #   ucx_perftest tag_lat, put_bw         UCX over posix shared memory and tcp on lo
 #                                        (Debian ucx-utils)
-#   raw_ref shm-pingpong / memcpy        raw shared-memory flag ping-pong, raw 1 MiB memcpy
+#   raw_ref shm-pingpong / memcpy / cma  raw shared-memory flag ping-pong, raw 1 MiB memcpy,
+#                                        raw 1 MiB process_vm_writev into another process
 # then prints the medians over rounds and every softrnic figure as a ratio against each
 # peer (the median of the per-round ratios, so A and B are always compared within a round).
 #
@@ -204,10 +205,13 @@ step_raw_shm() {
 step_raw_memcpy() {
     rec "$1" raw_memcpy_bw "$("$raw_ref" memcpy --size 1048576 --seconds 0.1 --trials 5 | jq .bw_gbps)"
 }
+step_raw_cma() {
+    rec "$1" raw_cma_bw "$("$raw_ref" cma --size 1048576 --seconds 0.1 --trials 5 | jq .bw_gbps)"
+}
 
 steps=(step_softrnic_tcp step_fi_tcp step_ucx_lat_tcp step_ucx_bw_tcp
     step_softrnic_shm step_fi_shm step_ucx_lat_shm step_ucx_bw_shm step_raw_shm
-    step_softrnic_loopback step_raw_memcpy)
+    step_softrnic_loopback step_raw_memcpy step_raw_cma)
 
 # ------------------------------------------------------------------------------- run
 hz=$(getconf CLK_TCK)
@@ -269,6 +273,7 @@ declare -A name=(
     [raw_tcp_bw]="raw TCP stream"
     [ucx_tcp_bw]="ucx_perftest put_bw, tcp/lo zcopy (UCT)"
     [raw_memcpy_bw]="raw memcpy (raw_ref)"
+    [raw_cma_bw]="raw process_vm_writev (raw_ref)"
     [srn_loop_memcpy]="memcpy in the loopback run"
     [ucx_shm_bw]="ucx_perftest put_bw, posix bcopy (UCT)"
 )
@@ -286,7 +291,7 @@ for k in srn_tcp_lat raw_tcp_lat fi_tcp_lat ucx_tcp_lat srn_shm_lat raw_shm_lat 
 done
 echo
 printf '%-44s %s\n' "1 MiB bandwidth, GB/s (1e9)" "median [min-max]"
-for k in srn_tcp_bw raw_tcp_bw ucx_tcp_bw srn_shm_bw srn_loop_bw raw_memcpy_bw srn_loop_memcpy ucx_shm_bw; do
+for k in srn_tcp_bw raw_tcp_bw ucx_tcp_bw srn_shm_bw raw_cma_bw srn_loop_bw raw_memcpy_bw srn_loop_memcpy ucx_shm_bw; do
     printf '  %-42s %s\n' "${name[$k]}" "$(fmt "$(stats $k)")"
 done
 echo
@@ -295,7 +300,7 @@ pairs=(
     "srn_tcp_lat raw_tcp_lat" "srn_tcp_lat fi_tcp_lat" "srn_tcp_lat ucx_tcp_lat"
     "srn_shm_lat raw_shm_lat" "srn_shm_lat fi_shm_lat" "srn_shm_lat ucx_shm_lat"
     "srn_tcp_bw raw_tcp_bw" "srn_tcp_bw ucx_tcp_bw"
-    "srn_shm_bw raw_memcpy_bw" "srn_shm_bw ucx_shm_bw"
+    "srn_shm_bw raw_cma_bw" "srn_shm_bw raw_memcpy_bw" "srn_shm_bw ucx_shm_bw"
     "srn_loop_bw raw_memcpy_bw" "srn_loop_bw srn_loop_memcpy"
 )
 for p in "${pairs[@]}"; do
