@@ -134,11 +134,16 @@ MemFault StagTable::acquire(uint32_t stag, uint64_t to, uint64_t len, uint32_t n
         return MemFault::InvalidStag;
     }
     MemFault f = MemFault::None;
-    if (e->kind() == MemKind::Window2 && e->bound_qp.load(std::memory_order_acquire) != qp)
+    const MemKind kind = e->kind();
+    const bool window = kind == MemKind::Window1 || kind == MemKind::Window2;
+    const uint32_t rights = need & ~kWindowAsReadSink;
+    if (window && (rights & RI_MEM_FLAGS_LOCAL) && !(need & kWindowAsReadSink))
+        f = MemFault::Access;  // windows carry local rights only for RDMA Read sinks
+    else if (kind == MemKind::Window2 && e->bound_qp.load(std::memory_order_acquire) != qp)
         f = MemFault::QpMismatch;
     else if (e->pd != pd)
         f = MemFault::Pd;
-    else if ((e->access & need) != need)
+    else if ((e->access & rights) != rights)
         f = MemFault::Access;
     else if (to + len < to)
         f = MemFault::Wrap;

@@ -36,6 +36,11 @@ enum class Need : uint32_t {
     Atomic = RI_MEM_FLAGS_ATOMICS,
 };
 
+// Added to a local `need`: a memory window may serve. RNICPI lets a window be the data
+// sink of an RDMA Read (L8925, "tag.rtag must be set since Memory Window does not have an
+// Ltag"); every other local use of an STag names a region. Outside every RI_MEM_FLAGS bit.
+inline constexpr uint32_t kWindowAsReadSink = 1u << 31;
+
 // Why an STag check failed; mapped to WC status, async event and Terminate code by callers.
 enum class MemFault : uint8_t { None, InvalidStag, Bounds, Access, Pd, Wrap, QpMismatch };
 
@@ -113,7 +118,8 @@ class StagTable {
     MemEntry *by_stag(uint32_t stag) const;
 
     // Data-path check: resolves [to, to+len) of `stag` for `need` by a QP in `pd`.
-    // On success the entry's gate is entered (release with put()).
+    // A local `need` (RI_MEM_FLAGS_LOCAL bits) refuses windows unless it carries
+    // kWindowAsReadSink. On success the entry's gate is entered (release with put()).
     MemFault acquire(uint32_t stag, uint64_t to, uint64_t len, uint32_t need, const Pd *pd,
                      const Qp *qp, MemRef &out) const;
     // Flips a valid STag to invalid (local or remote invalidation, read with local

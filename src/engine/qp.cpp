@@ -451,8 +451,10 @@ void Qp::execute_sq_wr(const ri_wr_t &wr, const WrInfo &info) {
                 nrefs = 0;
                 break;
             }
-            st = resolve_local(wr.wr_rdma_read.sg_list, nrefs, RI_MEM_FLAGS_LOCAL_WRITE, spans,
-                               refs, op.length);
+            // The sink may be a window bound with local write (RNICPI L8925).
+            st =
+                resolve_local(wr.wr_rdma_read.sg_list, nrefs,
+                              RI_MEM_FLAGS_LOCAL_WRITE | kWindowAsReadSink, spans, refs, op.length);
             break;
         case RI_WR_TYPE_COMPARE_AND_SWAP:
         case RI_WR_TYPE_FETCH_AND_ADD:
@@ -634,10 +636,13 @@ ri_wc_status_t Qp::local_bind(const ri_wr_bind_t &b) {
     if (b.length && (b.vaddr < mr->to_base || b.vaddr + b.length < b.vaddr ||
                      b.vaddr + b.length > mr->to_base + mr->length))
         return RI_WC_STATUS_INVALID_BIND_MR_ERROR;
-    // A window grants only remote rights, and only where the region's pages may be
-    // written: remote write and atomics need the region's local write (L8338-8382).
-    uint32_t want = raw(b.mem_attr) & (RI_MEM_FLAGS_REMOTE | RI_MEM_FLAGS_ATOMICS);
-    if ((want & (RI_MEM_FLAGS_REMOTE_WRITE | RI_MEM_FLAGS_ATOMICS)) &&
+    // A window grants remote rights, plus local write so that it can be an RDMA Read
+    // sink (L8925; no other local use accepts a window), and only where the region's pages
+    // may be written: remote write, atomics and local write need the region's local write
+    // (L8338-8382).
+    uint32_t want =
+        raw(b.mem_attr) & (RI_MEM_FLAGS_REMOTE | RI_MEM_FLAGS_ATOMICS | RI_MEM_FLAGS_LOCAL_WRITE);
+    if ((want & (RI_MEM_FLAGS_REMOTE_WRITE | RI_MEM_FLAGS_ATOMICS | RI_MEM_FLAGS_LOCAL_WRITE)) &&
         !(mr->access & RI_MEM_FLAGS_LOCAL_WRITE))
         return RI_WC_STATUS_INVALID_BIND_MR_ERROR;
     mw->gate.close();
@@ -773,6 +778,14 @@ ri_api_return_t Qp::post_rq(const ri_wr_recv_t *wrs, uint32_t &num) {
 
 void Qp::complete_recv(const RecvWqe &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
                        uint32_t wc_flags, uint32_t inv_rtag, uint32_t imm) {
+    if (srq) {
+        // Every receive completion of an SRQ QP ends a WQE take_recv() counted; saturate
+        // anyway so a miscount can never wrap into a huge outstanding figure.
+        uint32_t n = srq_outstanding.load(std::memory_order_relaxed);
+        while (n && !srq_outstanding.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel,
+                                                           std::memory_order_relaxed)) {
+        }
+    }
     Cqe e{};
     e.wc.op_type = type;
     e.wc.cq_os_data = rcq->os_data;
@@ -814,10 +827,11 @@ bool Qp::take_recv(RecvWqe &w, ri_data_seg_t *sges) {
     uint32_t lowat = srq->lowat.load(std::memory_order_acquire);
     if (lowat && left < lowat && srq->limit_armed.exchange(false, std::memory_order_acq_rel))
         dev->raise(RI_EVENT_SRQ_LIMIT_REACHED, srq->handle, ObjKind::Srq, srq->os_data);
+    uint32_t outstanding = srq_outstanding.fetch_add(1, std::memory_order_acq_rel) + 1;
     if (rq_armed.load(std::memory_order_acquire)) {
-        uint32_t taken = srq_taken_since_arm.fetch_add(1, std::memory_order_acq_rel) + 1;
+        // A zero high-water mark fires on the first WQE taken after arming (L2700-2706).
         uint32_t hiwat = rq_hiwat.load(std::memory_order_acquire);
-        if (taken >= std::max<uint32_t>(hiwat, 1) &&
+        if (outstanding >= std::max<uint32_t>(hiwat, 1) &&
             rq_armed.exchange(false, std::memory_order_acq_rel))
             raise(RI_EVENT_QP_RQ_LIMIT_REACHED);
     }
@@ -1336,9 +1350,15 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
     if (mask & RI_QP_ATTR_MAX_RDMA_READ_OUTGOING) ord = a.max_rdma_read_outgoing;
     if (mask & RI_QP_ATTR_MAX_RDMA_READ_INCOMING) ird = a.max_rdma_read_incoming;
     if (mask & RI_QP_ATTR_RQ_HIWAT) rq_hiwat.store(iw.rq_hiwat, std::memory_order_release);
-    if (mask & RI_QP_ATTR_RQ_ARMED) {
-        srq_taken_since_arm.store(0, std::memory_order_release);
-        rq_armed.store(iw.rq_armed != 0, std::memory_order_release);
+    if (mask & RI_QP_ATTR_RQ_ARMED) rq_armed.store(iw.rq_armed != 0, std::memory_order_release);
+    if (mask & (RI_QP_ATTR_RQ_HIWAT | RI_QP_ATTR_RQ_ARMED)) {
+        // Armed with a non-zero mark the QP already holds: the limit is reached now, not at
+        // the next take (a consumer lowering the mark below the current count is told at
+        // once). Zero keeps its "next WQE taken" meaning.
+        uint32_t hiwat = rq_hiwat.load(std::memory_order_acquire);
+        if (hiwat && srq_outstanding.load(std::memory_order_acquire) >= hiwat &&
+            rq_armed.exchange(false, std::memory_order_acq_rel))
+            raise(RI_EVENT_QP_RQ_LIMIT_REACHED);
     }
     if (mask & RI_QP_ATTR_MPA_ATTR) mpa = iw.mpa_attrs;
 

@@ -55,7 +55,9 @@ class Qp final : public transport::Endpoint {
     ri_mpa_attr_t mpa{};
     std::atomic<uint32_t> rq_hiwat{0};
     std::atomic<bool> rq_armed{false};
-    std::atomic<uint32_t> srq_taken_since_arm{0};
+    // SRQ WQEs this QP has taken and not completed yet: what rq_hiwat is compared with
+    // (RNICPI L8597, "allocated for the QP from the associated SRQ and are outstanding").
+    std::atomic<uint32_t> srq_outstanding{0};
 
     std::atomic<ri_qp_state_t> state{RI_QP_STATE_IDLE};
 

@@ -298,12 +298,15 @@ TEST_F(DaplProvider, C06_GetHandleType_L2644) {
     ASSERT_EQ(dat_get_handle_type(e.event_data.cr_arrival_event_data.cr_handle, &t), DAT_SUCCESS);
     EXPECT_EQ(t, DAT_HANDLE_TYPE_CR);
     EXPECT_EQ(dat_cr_reject(e.event_data.cr_arrival_event_data.cr_handle, 0, nullptr), DAT_SUCCESS);
-    // CSP: not offered (MODEL_NOT_SUPPORTED, digest 2.3).
+    // CSP (L4237): a socket-style service point on an address with the port in it.
     DAT_CSP_HANDLE csp{};
     DAT_COMM comm{AF_INET, SOCK_STREAM, 0};
-    EXPECT_EQ(
-        T(dat_csp_create(cli.ia, &comm, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&a), cli.cr, &csp)),
-        DAT_MODEL_NOT_SUPPORTED);
+    sockaddr_in any_port = loopback();
+    ASSERT_EQ(dat_csp_create(cli.ia, &comm, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&any_port), cli.cr,
+                             &csp),
+              DAT_SUCCESS);
+    ASSERT_EQ(dat_get_handle_type(csp, &t), DAT_SUCCESS);
+    EXPECT_EQ(t, DAT_HANDLE_TYPE_CSP);
 }
 
 // ---------------------------------------------------------------------------- EVD
@@ -1032,6 +1035,656 @@ TEST_F(DaplProvider, ExtraHandlesValidated) {
               DAT_INVALID_PARAMETER);
     EXPECT_EQ(T(dat_ep_post_recv(ep, 1, &t, cookie(1), DAT_COMPLETION_SUPPRESS_FLAG)),
               DAT_INVALID_PARAMETER);
+}
+
+// ---------------------------------------------------------------------------- CSP
+
+DAT_IA_ADDRESS_PTR sa(void *a) {
+    return reinterpret_cast<DAT_IA_ADDRESS_PTR>(a);
+}
+uint16_t port_of(const sockaddr *a) {
+    return a->sa_family == AF_INET6 ? ntohs(reinterpret_cast<const sockaddr_in6 *>(a)->sin6_port)
+                                    : ntohs(reinterpret_cast<const sockaddr_in *>(a)->sin_port);
+}
+sockaddr_in6 loopback6() {
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_loopback;
+    return a;
+}
+DAT_EP_ATTR small_attr() {
+    DAT_EP_ATTR a{};
+    a.service_type = DAT_SERVICE_TYPE_RC;
+    a.max_message_size = 4096;
+    a.max_rdma_size = 4096;
+    a.max_recv_dtos = 8;
+    a.max_request_dtos = 8;
+    a.max_recv_iov = 1;
+    a.max_request_iov = 1;
+    a.max_rdma_read_in = 2;
+    a.max_rdma_read_out = 2;
+    a.max_rdma_read_iov = 1;
+    a.max_rdma_write_iov = 1;
+    return a;
+}
+DAT_RETURN set_comm(DAT_EP_HANDLE ep, DAT_COMM c) {
+    DAT_EP_PARAM p{};
+    p.comm = c;
+    return dat_ep_modify(ep, DAT_EP_FIELD_COMM, &p);
+}
+
+TEST_F(DaplProvider, CspCreateQueryFree_L4237_L4325_L4365) {
+    DAT_COMM comm{AF_INET, SOCK_STREAM, 0};
+    sockaddr_in a = loopback();  // port 0: the provider picks one
+    DAT_CSP_HANDLE csp{};
+    ASSERT_EQ(dat_csp_create(srv.ia, &comm, sa(&a), srv.cr, &csp), DAT_SUCCESS);
+    DAT_CSP_PARAM p{};
+    ASSERT_EQ(dat_csp_query(csp, DAT_CSP_FIELD_ALL, &p), DAT_SUCCESS);
+    EXPECT_EQ(p.ia_handle, srv.ia);
+    EXPECT_EQ(p.evd_handle, srv.cr);
+    ASSERT_NE(p.comm, nullptr);
+    EXPECT_EQ(p.comm->domain, AF_INET);
+    EXPECT_EQ(p.comm->type, SOCK_STREAM);
+    ASSERT_NE(p.address_ptr, nullptr);
+    ASSERT_EQ(p.address_ptr->sa_family, AF_INET);
+    EXPECT_EQ(reinterpret_cast<sockaddr_in *>(p.address_ptr)->sin_addr.s_addr,
+              htonl(INADDR_LOOPBACK));
+    const uint16_t port = port_of(p.address_ptr);
+    EXPECT_NE(port, 0);
+    EXPECT_EQ(T(dat_csp_query(csp, DAT_CSP_FIELD_ALL, nullptr)), DAT_INVALID_PARAMETER);
+    // The port is taken for CSPs and PSPs of this IA alike (L4281, L3951).
+    sockaddr_in same = loopback();
+    same.sin_port = htons(port);
+    DAT_CSP_HANDLE csp2{};
+    EXPECT_EQ(T(dat_csp_create(srv.ia, &comm, sa(&same), srv.cr, &csp2)), DAT_PORT_IN_USE);
+    DAT_PSP_HANDLE psp2{};
+    EXPECT_EQ(T(dat_psp_create(srv.ia, port, srv.cr, DAT_PSP_CONSUMER_FLAG, &psp2)),
+              DAT_CONN_QUAL_IN_USE);
+    sockaddr_in on_psp = loopback();
+    on_psp.sin_port = htons(uint16_t(qual));
+    EXPECT_EQ(T(dat_csp_create(srv.ia, &comm, sa(&on_psp), srv.cr, &csp2)), DAT_PORT_IN_USE);
+    ASSERT_EQ(dat_csp_free(csp), DAT_SUCCESS);
+    EXPECT_EQ(T(dat_csp_free(csp)), DAT_INVALID_HANDLE);  // L4354
+    EXPECT_EQ(T(dat_csp_query(csp, DAT_CSP_FIELD_ALL, &p)), DAT_INVALID_HANDLE);
+    // Freed, the port is free again; without an address the IA's is used (L4317).
+    ASSERT_EQ(dat_csp_create(srv.ia, &comm, sa(&same), srv.cr, &csp), DAT_SUCCESS);
+    DAT_CSP_HANDLE dflt{};
+    ASSERT_EQ(dat_csp_create(srv.ia, &comm, nullptr, srv.cr, &dflt), DAT_SUCCESS);
+    ASSERT_EQ(dat_csp_query(dflt, DAT_CSP_FIELD_IA_ADDRESS, &p), DAT_SUCCESS);
+    EXPECT_NE(port_of(p.address_ptr), 0);
+}
+
+TEST_F(DaplProvider, CspCreateErrors_L4273_L4281) {
+    DAT_CSP_HANDLE csp{};
+    DAT_COMM tcp{AF_INET, SOCK_STREAM, 0};
+    sockaddr_in a = loopback();
+    EXPECT_EQ(T(dat_csp_create(srv.ia, nullptr, sa(&a), srv.cr, &csp)), DAT_INVALID_PARAMETER);
+    DAT_COMM unix_comm{AF_UNIX, SOCK_STREAM, 0};
+    EXPECT_EQ(T(dat_csp_create(srv.ia, &unix_comm, sa(&a), srv.cr, &csp)), DAT_COMM_NOT_SUPPORTED);
+    DAT_COMM udp{AF_INET, SOCK_DGRAM, 0};
+    EXPECT_EQ(T(dat_csp_create(srv.ia, &udp, sa(&a), srv.cr, &csp)), DAT_COMM_NOT_SUPPORTED);
+    DAT_COMM sctp{AF_INET, SOCK_STREAM, IPPROTO_SCTP};
+    EXPECT_EQ(T(dat_csp_create(srv.ia, &sctp, sa(&a), srv.cr, &csp)), DAT_COMM_NOT_SUPPORTED);
+    DAT_COMM no_type{AF_INET, 0, 0};
+    EXPECT_EQ(T(dat_csp_create(srv.ia, &no_type, sa(&a), srv.cr, &csp)), DAT_INVALID_PARAMETER);
+    // An IPv6 communicator with an IPv4 address: an invalid combination.
+    DAT_COMM tcp6{AF_INET6, SOCK_STREAM, 0};
+    EXPECT_EQ(T(dat_csp_create(srv.ia, &tcp6, sa(&a), srv.cr, &csp)), DAT_INVALID_PARAMETER);
+    // An address that is not this host's.
+    sockaddr_in far{};
+    far.sin_family = AF_INET;
+    far.sin_addr.s_addr = htonl(0xC0000201);  // 192.0.2.1 (TEST-NET-1)
+    EXPECT_EQ(T(dat_csp_create(srv.ia, &tcp, sa(&far), srv.cr, &csp)), DAT_INVALID_PARAMETER);
+    EXPECT_EQ(T(dat_csp_create(srv.ia, &tcp, sa(&a), srv.conn, &csp)), DAT_INVALID_HANDLE);
+    EXPECT_EQ(T(dat_csp_create(srv.ia, &tcp, sa(&a), srv.cr, nullptr)), DAT_INVALID_PARAMETER);
+    EXPECT_EQ(T(dat_csp_create(srv.pz, &tcp, sa(&a), srv.cr, &csp)), DAT_INVALID_HANDLE);
+    EXPECT_EQ(T(dat_csp_free(srv.pz)), DAT_INVALID_HANDLE);
+}
+
+TEST_F(DaplProvider, CommonConnectToCsp_L6634_L4668) {
+    DAT_COMM comm{AF_INET, SOCK_STREAM, 0};
+    sockaddr_in a = loopback();
+    DAT_CSP_HANDLE csp{};
+    ASSERT_EQ(dat_csp_create(srv.ia, &comm, sa(&a), srv.cr, &csp), DAT_SUCCESS);
+    DAT_CSP_PARAM cp{};
+    ASSERT_EQ(dat_csp_query(csp, DAT_CSP_FIELD_IA_ADDRESS, &cp), DAT_SUCCESS);
+    a.sin_port = htons(port_of(cp.address_ptr));
+
+    DAT_EP_HANDLE cep = cli.ep();
+    DAT_EP_HANDLE sep = srv.ep();
+    Buf *rb = srv.buf(64);
+    DAT_LMR_TRIPLET rt = rb->iov();
+    ASSERT_EQ(dat_ep_post_recv(sep, 1, &rt, cookie(1), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    ASSERT_EQ(set_comm(cep, comm), DAT_SUCCESS);
+    const char hello[] = "csp";
+    ASSERT_EQ(dat_ep_common_connect(cep, sa(&a), kWait, sizeof hello, const_cast<char *>(hello)),
+              DAT_SUCCESS);
+    EXPECT_EQ(state(cep), DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
+    DAT_EVENT e = wait_event(srv.cr);
+    ASSERT_EQ(e.event_number, DAT_CONNECTION_REQUEST_EVENT);
+    auto &cr = e.event_data.cr_arrival_event_data;
+    EXPECT_EQ(cr.sp_handle.csp_handle, csp);
+    EXPECT_EQ(cr.conn_qual, port_of(cp.address_ptr));
+    ASSERT_NE(cr.local_ia_address_ptr, nullptr);
+    EXPECT_EQ(port_of(cr.local_ia_address_ptr), port_of(cp.address_ptr));
+    DAT_CR_PARAM crp{};
+    ASSERT_EQ(dat_cr_query(cr.cr_handle, DAT_CR_FIELD_ALL, &crp), DAT_SUCCESS);
+    ASSERT_EQ(crp.private_data_size, DAT_COUNT(sizeof hello));
+    EXPECT_EQ(std::memcmp(crp.private_data, hello, sizeof hello), 0);
+    EXPECT_EQ(crp.local_ep_handle, DAT_HANDLE_NULL);
+    // An accepting EP whose communicator differs from the CSP's does not match (L4690).
+    DAT_EP_HANDLE v6 = srv.ep();
+    ASSERT_EQ(set_comm(v6, DAT_COMM{AF_INET6, SOCK_STREAM, 0}), DAT_SUCCESS);
+    EXPECT_EQ(T(dat_cr_accept(cr.cr_handle, v6, 0, nullptr)), DAT_INVALID_PARAMETER);
+    EXPECT_EQ(state(v6), DAT_EP_STATE_UNCONNECTED);
+    ASSERT_EQ(dat_cr_accept(cr.cr_handle, sep, 0, nullptr), DAT_SUCCESS);
+    EXPECT_EQ(wait_event(cli.conn).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+    EXPECT_EQ(wait_event(srv.conn).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+    // The accepted EP inherited the CSP's communicator and address (L4700).
+    DAT_EP_PARAM sp{};
+    ASSERT_EQ(dat_ep_query(sep, DAT_EP_FIELD_ALL, &sp), DAT_SUCCESS);
+    EXPECT_EQ(sp.comm.domain, AF_INET);
+    EXPECT_EQ(sp.comm.type, SOCK_STREAM);
+    ASSERT_NE(sp.local_ia_address_ptr, nullptr);
+    EXPECT_EQ(port_of(sp.local_ia_address_ptr), port_of(cp.address_ptr));
+    DAT_EP_PARAM clp{};
+    ASSERT_EQ(dat_ep_query(cep, DAT_EP_FIELD_ALL, &clp), DAT_SUCCESS);
+    EXPECT_EQ(clp.remote_port_qual, port_of(cp.address_ptr));
+    // Data flows.
+    Buf *sb = cli.buf(64, DAT_MEM_PRIV_ALL_FLAG, 'q');
+    DAT_LMR_TRIPLET st = sb->iov(0, 16);
+    ASSERT_EQ(dat_ep_post_send(cep, 1, &st, cookie(2), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    DAT_EVENT r = wait_event(srv.rcv);
+    EXPECT_EQ(r.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+    EXPECT_EQ(r.event_data.dto_completion_event_data.transfered_length, 16u);
+    EXPECT_EQ(rb->v[0], 'q');
+    // A freed CSP no longer listens: the request is refused by the provider (L4340).
+    ASSERT_EQ(dat_csp_free(csp), DAT_SUCCESS);
+    DAT_EP_HANDLE late = cli.ep();
+    ASSERT_EQ(set_comm(late, comm), DAT_SUCCESS);
+    ASSERT_EQ(dat_ep_common_connect(late, sa(&a), kWait, 0, nullptr), DAT_SUCCESS);
+    EXPECT_EQ(wait_event(cli.conn).event_number, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+}
+
+TEST_F(DaplProvider, CommonConnectOverIpv6Csp_L4262_L6660) {
+    DAT_COMM comm{AF_INET6, SOCK_STREAM, IPPROTO_TCP};
+    sockaddr_in6 a = loopback6();
+    DAT_CSP_HANDLE csp{};
+    DAT_RETURN r = dat_csp_create(srv.ia, &comm, sa(&a), srv.cr, &csp);
+    if (T(r) == DAT_INVALID_PARAMETER) GTEST_SKIP() << "no IPv6 loopback here";
+    ASSERT_EQ(r, DAT_SUCCESS);
+    DAT_CSP_PARAM cp{};
+    ASSERT_EQ(dat_csp_query(csp, DAT_CSP_FIELD_ALL, &cp), DAT_SUCCESS);
+    ASSERT_EQ(cp.address_ptr->sa_family, AF_INET6);
+    a.sin6_port = htons(port_of(cp.address_ptr));
+    DAT_EP_HANDLE cep = cli.ep();
+    // The remote address must be of the EP communicator's family.
+    ASSERT_EQ(set_comm(cep, DAT_COMM{AF_INET6, SOCK_STREAM, 0}), DAT_SUCCESS);
+    sockaddr_in v4 = loopback();
+    v4.sin_port = a.sin6_port;
+    EXPECT_EQ(T(dat_ep_common_connect(cep, sa(&v4), kWait, 0, nullptr)), DAT_INVALID_PARAMETER);
+    ASSERT_EQ(dat_ep_common_connect(cep, sa(&a), kWait, 0, nullptr), DAT_SUCCESS);
+    DAT_EVENT e = wait_event(srv.cr);
+    ASSERT_EQ(e.event_number, DAT_CONNECTION_REQUEST_EVENT);
+    DAT_CR_PARAM crp{};
+    ASSERT_EQ(dat_cr_query(e.event_data.cr_arrival_event_data.cr_handle, DAT_CR_FIELD_ALL, &crp),
+              DAT_SUCCESS);
+    EXPECT_EQ(crp.remote_ia_address_ptr->sa_family, AF_INET6);
+    DAT_EP_HANDLE sep = srv.ep();  // no communicator: inherits the CSP's
+    ASSERT_EQ(dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, sep, 0, nullptr),
+              DAT_SUCCESS);
+    EXPECT_EQ(wait_event(cli.conn).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+    EXPECT_EQ(wait_event(srv.conn).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+    DAT_EP_PARAM p{};
+    ASSERT_EQ(dat_ep_query(sep, DAT_EP_FIELD_ALL, &p), DAT_SUCCESS);
+    EXPECT_EQ(p.comm.domain, AF_INET6);
+    EXPECT_EQ(p.local_ia_address_ptr->sa_family, AF_INET6);
+    EXPECT_EQ(p.remote_ia_address_ptr->sa_family, AF_INET6);
+}
+
+TEST_F(DaplProvider, CommonConnectAndCommModifyErrors_L6676_L6288) {
+    DAT_EP_HANDLE ep = cli.ep();
+    sockaddr_in a = loopback();
+    a.sin_port = htons(uint16_t(qual));
+    EXPECT_EQ(T(dat_ep_common_connect(nullptr, sa(&a), kWait, 0, nullptr)), DAT_INVALID_HANDLE);
+    // No communicator defined: invalid state (L6676).
+    EXPECT_EQ(T(dat_ep_common_connect(ep, sa(&a), kWait, 0, nullptr)), DAT_INVALID_STATE);
+    DAT_COMM tcp{AF_INET, SOCK_STREAM, 0};
+    ASSERT_EQ(set_comm(ep, tcp), DAT_SUCCESS);
+    EXPECT_EQ(T(dat_ep_common_connect(ep, nullptr, kWait, 0, nullptr)), DAT_INVALID_PARAMETER);
+    EXPECT_EQ(T(dat_ep_common_connect(ep, sa(&a), 0, 0, nullptr)), DAT_INVALID_PARAMETER);
+    std::vector<uint8_t> big(1024, 1);
+    EXPECT_EQ(T(dat_ep_common_connect(ep, sa(&a), kWait, DAT_COUNT(big.size()), big.data())),
+              DAT_INVALID_PARAMETER);
+    sockaddr_in no_port = loopback();
+    EXPECT_EQ(T(dat_ep_common_connect(ep, sa(&no_port), kWait, 0, nullptr)), DAT_INVALID_PARAMETER);
+    EXPECT_EQ(state(ep), DAT_EP_STATE_UNCONNECTED);
+    // The communicator is assigned once (Table 5): the same again is harmless, another not.
+    EXPECT_EQ(set_comm(ep, tcp), DAT_SUCCESS);
+    EXPECT_EQ(T(set_comm(ep, DAT_COMM{AF_INET6, SOCK_STREAM, 0})), DAT_INVALID_PARAMETER);
+    DAT_EP_HANDLE other = cli.ep();
+    EXPECT_EQ(T(set_comm(other, DAT_COMM{AF_INET, SOCK_DGRAM, 0})), DAT_INVALID_PARAMETER);
+    // Local address: the IA's or the wildcard, port 0 (no local binding).
+    DAT_EP_PARAM p{};
+    sockaddr_in mine = loopback();
+    p.local_ia_address_ptr = sa(&mine);
+    EXPECT_EQ(dat_ep_modify(other, DAT_EP_FIELD_LOCAL_IA_ADDRESS_PTR, &p), DAT_SUCCESS);
+    DAT_EP_PARAM q{};
+    ASSERT_EQ(dat_ep_query(other, DAT_EP_FIELD_ALL, &q), DAT_SUCCESS);
+    EXPECT_EQ(reinterpret_cast<sockaddr_in *>(q.local_ia_address_ptr)->sin_addr.s_addr,
+              htonl(INADDR_LOOPBACK));
+    mine.sin_port = htons(4242);
+    EXPECT_EQ(T(dat_ep_modify(other, DAT_EP_FIELD_LOCAL_IA_ADDRESS_PTR, &p)),
+              DAT_INVALID_PARAMETER);
+    // Connected, neither may change (Table 5: Unconnected and Unconfigured only).
+    connect(ep);
+    EXPECT_EQ(T(set_comm(ep, tcp)), DAT_INVALID_STATE);
+    EXPECT_EQ(T(dat_ep_common_connect(ep, sa(&a), kWait, 0, nullptr)), DAT_INVALID_STATE);
+}
+
+// ---------------------------------------------------------------------------- RDMA Read to RMR
+
+TEST_F(DaplProvider, RdmaReadToRmr_L7459) {
+    DAT_EP_HANDLE cep = cli.ep();
+    connect(cep);
+    Buf *src = srv.buf(4096);
+    for (size_t i = 0; i < src->v.size(); ++i)
+        src->v[i] = uint8_t(i * 13 + 5);
+    Buf *sink = cli.buf(8192);
+    DAT_RMR_HANDLE rmr{};
+    ASSERT_EQ(dat_rmr_create(cli.pz, &rmr), DAT_SUCCESS);
+    // The RMR covers the upper half of the sink LMR, with local write (L7535).
+    DAT_LMR_TRIPLET window = sink->iov(4096, 4096);
+    DAT_RMR_CONTEXT ctx = 0;
+    DAT_RMR_COOKIE rc;
+    rc.as_64 = 5;
+    ASSERT_EQ(dat_rmr_bind(rmr, sink->lmr, &window, DAT_MEM_PRIV_LOCAL_WRITE_FLAG, DAT_VA_TYPE_VA,
+                           cep, rc, DAT_COMPLETION_DEFAULT_FLAG, &ctx),
+              DAT_SUCCESS);
+    ASSERT_EQ(wait_event(cli.req).event_data.rmr_completion_event_data.status,
+              DAT_RMR_BIND_SUCCESS);
+    DAT_RMR_TRIPLET local{};
+    local.virtual_address = window.virtual_address + 100;
+    local.segment_length = 3000;
+    local.rmr_context = ctx;
+    DAT_RMR_TRIPLET remote = src->rmr(50);
+    ASSERT_EQ(
+        dat_ep_post_rdma_read_to_rmr(cep, &local, cookie(77), &remote, DAT_COMPLETION_DEFAULT_FLAG),
+        DAT_SUCCESS);
+    DAT_EVENT e = wait_event(cli.req);
+    auto &d = e.event_data.dto_completion_event_data;
+    ASSERT_EQ(e.event_number, DAT_DTO_COMPLETION_EVENT);
+    EXPECT_EQ(d.status, DAT_DTO_SUCCESS);
+    EXPECT_EQ(d.operation, DAT_DTO_RDMA_READ);
+    EXPECT_EQ(d.user_cookie.as_64, 77u);
+    EXPECT_EQ(d.transfered_length, 3000u);
+    EXPECT_EQ(std::memcmp(sink->v.data() + 4096 + 100, src->v.data() + 50, 3000), 0);
+    EXPECT_EQ(sink->v[4096 + 99], 0);
+    EXPECT_EQ(sink->v[4096 + 3100], 0);
+}
+
+TEST_F(DaplProvider, RdmaReadToRmrErrors_L7531_L7533) {
+    DAT_EP_HANDLE cep = cli.ep();
+    Buf *src = srv.buf(256);
+    Buf *sink = cli.buf(1024);
+    DAT_RMR_TRIPLET remote = src->rmr();
+    DAT_RMR_TRIPLET local{};
+    local.virtual_address = reinterpret_cast<uintptr_t>(sink->v.data());
+    local.segment_length = 128;
+    local.rmr_context = 0x12345678;  // no such RMR
+    EXPECT_EQ(T(dat_ep_post_rdma_read_to_rmr(nullptr, &local, cookie(1), &remote,
+                                             DAT_COMPLETION_DEFAULT_FLAG)),
+              DAT_INVALID_HANDLE);
+    // Not connected (L7527).
+    EXPECT_EQ(T(dat_ep_post_rdma_read_to_rmr(cep, &local, cookie(1), &remote,
+                                             DAT_COMPLETION_DEFAULT_FLAG)),
+              DAT_INVALID_STATE);
+    connect(cep);
+    EXPECT_EQ(T(dat_ep_post_rdma_read_to_rmr(cep, nullptr, cookie(1), &remote,
+                                             DAT_COMPLETION_DEFAULT_FLAG)),
+              DAT_INVALID_PARAMETER);
+    EXPECT_EQ(T(dat_ep_post_rdma_read_to_rmr(cep, &local, cookie(1), nullptr,
+                                             DAT_COMPLETION_DEFAULT_FLAG)),
+              DAT_INVALID_PARAMETER);
+    EXPECT_EQ(T(dat_ep_post_rdma_read_to_rmr(cep, &local, cookie(1), &remote,
+                                             DAT_COMPLETION_UNSIGNALLED_FLAG)),
+              DAT_INVALID_PARAMETER);  // not an UNSIGNALLED EP (L7505)
+    EXPECT_EQ(T(dat_ep_post_rdma_read_to_rmr(cep, &local, cookie(1), &remote,
+                                             DAT_COMPLETION_DEFAULT_FLAG)),
+              DAT_PRIVILEGES_VIOLATION);  // invalid RMR (L7533)
+    // An RMR without local write may not be a sink (L7533).
+    DAT_RMR_HANDLE ro{};
+    ASSERT_EQ(dat_rmr_create(cli.pz, &ro), DAT_SUCCESS);
+    DAT_LMR_TRIPLET w = sink->iov(0, 512);
+    DAT_RMR_CONTEXT ro_ctx = 0;
+    DAT_RMR_COOKIE rc{};
+    ASSERT_EQ(dat_rmr_bind(ro, sink->lmr, &w, DAT_MEM_PRIV_REMOTE_READ_FLAG, DAT_VA_TYPE_VA, cep,
+                           rc, DAT_COMPLETION_DEFAULT_FLAG, &ro_ctx),
+              DAT_SUCCESS);
+    EXPECT_EQ(wait_event(cli.req).event_number, DAT_RMR_BIND_COMPLETION_EVENT);
+    local.rmr_context = ro_ctx;
+    EXPECT_EQ(T(dat_ep_post_rdma_read_to_rmr(cep, &local, cookie(1), &remote,
+                                             DAT_COMPLETION_DEFAULT_FLAG)),
+              DAT_PRIVILEGES_VIOLATION);
+    // Local write on the RMR needs it on the LMR too (L8257).
+    Buf *ro_lmr = cli.buf(64, static_cast<DAT_MEM_PRIV_FLAGS>(DAT_MEM_PRIV_LOCAL_READ_FLAG |
+                                                              DAT_MEM_PRIV_REMOTE_READ_FLAG));
+    DAT_RMR_HANDLE rw{};
+    ASSERT_EQ(dat_rmr_create(cli.pz, &rw), DAT_SUCCESS);
+    DAT_LMR_TRIPLET ro_w = ro_lmr->iov();
+    DAT_RMR_CONTEXT rw_ctx = 0;
+    EXPECT_EQ(T(dat_rmr_bind(rw, ro_lmr->lmr, &ro_w, DAT_MEM_PRIV_LOCAL_WRITE_FLAG, DAT_VA_TYPE_VA,
+                             cep, rc, DAT_COMPLETION_DEFAULT_FLAG, &rw_ctx)),
+              DAT_PRIVILEGES_VIOLATION);
+    // Outside the RMR's range (L7531).
+    ASSERT_EQ(dat_rmr_bind(rw, sink->lmr, &w, DAT_MEM_PRIV_LOCAL_WRITE_FLAG, DAT_VA_TYPE_VA, cep,
+                           rc, DAT_COMPLETION_DEFAULT_FLAG, &rw_ctx),
+              DAT_SUCCESS);
+    EXPECT_EQ(wait_event(cli.req).event_number, DAT_RMR_BIND_COMPLETION_EVENT);
+    local.rmr_context = rw_ctx;
+    local.virtual_address = w.virtual_address + 500;
+    EXPECT_EQ(T(dat_ep_post_rdma_read_to_rmr(cep, &local, cookie(1), &remote,
+                                             DAT_COMPLETION_DEFAULT_FLAG)),
+              DAT_INVALID_PARAMETER);
+    // An RMR of another PZ than the EP's (L7531).
+    DAT_PZ_HANDLE pz2{};
+    ASSERT_EQ(dat_pz_create(cli.ia, &pz2), DAT_SUCCESS);
+    DAT_EP_HANDLE ep2{};
+    ASSERT_EQ(dat_ep_create(cli.ia, pz2, cli.rcv, cli.req, cli.conn, nullptr, &ep2), DAT_SUCCESS);
+    connect(ep2);
+    local.virtual_address = w.virtual_address;
+    EXPECT_EQ(T(dat_ep_post_rdma_read_to_rmr(ep2, &local, cookie(1), &remote,
+                                             DAT_COMPLETION_DEFAULT_FLAG)),
+              DAT_PROTECTION_VIOLATION);
+    // Unbound (zero-length bind), the context names nothing any more.
+    DAT_LMR_TRIPLET zero{};
+    ASSERT_EQ(dat_rmr_bind(rw, sink->lmr, &zero, DAT_MEM_PRIV_NONE_FLAG, DAT_VA_TYPE_VA, cep, rc,
+                           DAT_COMPLETION_DEFAULT_FLAG, &rw_ctx),
+              DAT_SUCCESS);
+    EXPECT_EQ(wait_event(cli.req).event_number, DAT_RMR_BIND_COMPLETION_EVENT);
+    EXPECT_EQ(T(dat_ep_post_rdma_read_to_rmr(cep, &local, cookie(1), &remote,
+                                             DAT_COMPLETION_DEFAULT_FLAG)),
+              DAT_PRIVILEGES_VIOLATION);
+}
+
+// ---------------------------------------------------------------------------- recv query,
+// watermarks
+
+TEST_F(DaplProvider, EpRecvQueryCountsPostedReceives_L6148) {
+    DAT_COUNT n = -7, span = -7;
+    EXPECT_EQ(T(dat_ep_recv_query(nullptr, &n, &span)), DAT_INVALID_HANDLE);
+    DAT_EP_HANDLE cep = cli.ep();
+    DAT_EP_HANDLE sep = srv.ep();
+    ASSERT_EQ(dat_ep_recv_query(sep, &n, &span), DAT_SUCCESS);
+    EXPECT_EQ(n, 0);
+    EXPECT_EQ(span, 0);
+    Buf *rb = srv.buf(3 * 64);
+    for (int i = 0; i < 3; ++i) {
+        DAT_LMR_TRIPLET t = rb->iov(size_t(i) * 64, 64);
+        ASSERT_EQ(dat_ep_post_recv(sep, 1, &t, cookie(i), DAT_COMPLETION_DEFAULT_FLAG),
+                  DAT_SUCCESS);
+    }
+    ASSERT_EQ(dat_ep_recv_query(sep, &n, &span), DAT_SUCCESS);
+    EXPECT_EQ(n, 3);
+    EXPECT_GE(span, n);  // never fewer in the span than counted (L6236)
+    EXPECT_EQ(dat_ep_recv_query(sep, nullptr, nullptr), DAT_SUCCESS);
+    connect(cep, sep);
+    Buf *sb = cli.buf(64);
+    DAT_LMR_TRIPLET s = sb->iov();
+    ASSERT_EQ(dat_ep_post_send(cep, 1, &s, cookie(9), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    // Once its completion is out, a buffer is no longer counted.
+    for (int i = 0; i < 200; ++i) {
+        ASSERT_EQ(dat_ep_recv_query(sep, &n, &span), DAT_SUCCESS);
+        if (n == 2) break;
+        std::this_thread::sleep_for(5ms);
+    }
+    EXPECT_EQ(n, 2);
+    EXPECT_EQ(span, 2);
+    EXPECT_EQ(wait_event(srv.rcv).event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+    // Disconnected, the rest are flushed (completions) and leave the count.
+    ASSERT_EQ(dat_ep_disconnect(cep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+    EXPECT_EQ(wait_event(srv.conn).event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
+    EXPECT_EQ(wait_event(srv.rcv).event_data.dto_completion_event_data.status, DAT_DTO_ERR_FLUSHED);
+    EXPECT_EQ(wait_event(srv.rcv).event_data.dto_completion_event_data.status, DAT_DTO_ERR_FLUSHED);
+    ASSERT_EQ(dat_ep_recv_query(sep, &n, &span), DAT_SUCCESS);
+    EXPECT_EQ(n, 0);
+}
+
+// An SRQ EP for the watermark tests: the server side of a connection from cli.
+struct SrqPair {
+    DAT_SRQ_HANDLE srq{};
+    DAT_EP_HANDLE sep{}, cep{};
+    Buf *rb = nullptr, *sb = nullptr;
+};
+SrqPair srq_pair(Side &srv, Side &cli, const DAT_EP_ATTR &attr) {
+    SrqPair p;
+    DAT_SRQ_ATTR sa{16, 1, 0};
+    EXPECT_EQ(dat_srq_create(srv.ia, srv.pz, &sa, &p.srq), DAT_SUCCESS);
+    EXPECT_EQ(
+        dat_ep_create_with_srq(srv.ia, srv.pz, srv.rcv, srv.req, srv.conn, p.srq, &attr, &p.sep),
+        DAT_SUCCESS);
+    p.rb = srv.buf(16 * 64);
+    for (int i = 0; i < 16; ++i) {
+        DAT_LMR_TRIPLET t = p.rb->iov(size_t(i) * 64, 64);
+        EXPECT_EQ(dat_srq_post_recv(p.srq, 1, &t, cookie(100 + i)), DAT_SUCCESS);
+    }
+    p.cep = cli.ep();
+    p.sb = cli.buf(64);
+    return p;
+}
+bool async_event(Side &s, DAT_EVENT &e, DAT_TIMEOUT to = 2 * 1000 * 1000) {
+    DAT_COUNT n = 0;
+    return dat_evd_wait(s.async, to, 1, &e, &n) == DAT_SUCCESS;
+}
+
+TEST_F(DaplProvider, EpRecvQueryAndWatermarkArguments_L6148_L6369) {
+    DAT_EP_HANDLE plain = srv.ep();
+    // Watermarks are for EPs on an SRQ (srq_watermarks_supported 0x010/0x100, L2399).
+    EXPECT_EQ(T(dat_ep_set_watermark(plain, 4, 8)), DAT_MODEL_NOT_SUPPORTED);
+    EXPECT_EQ(T(dat_ep_set_watermark(nullptr, 4, 8)), DAT_INVALID_HANDLE);
+    EXPECT_EQ(T(dat_ep_set_watermark(plain, -5, 8)), DAT_INVALID_PARAMETER);
+    DAT_EP_ATTR a = small_attr();
+    a.max_recv_dtos = 0;  // zero-initialised: no watermark (docs/spec-deviations.md)
+    SrqPair p = srq_pair(srv, cli, a);
+    EXPECT_EQ(T(dat_ep_set_watermark(p.sep, 4, -2)), DAT_INVALID_PARAMETER);
+    EXPECT_EQ(dat_ep_set_watermark(p.sep, 4, 8), DAT_SUCCESS);  // any state (L6415)
+    DAT_EP_PARAM q{};
+    ASSERT_EQ(dat_ep_query(p.sep, DAT_EP_FIELD_ALL, &q), DAT_SUCCESS);
+    EXPECT_EQ(q.ep_attr.srq_soft_hw, 4);
+    EXPECT_EQ(q.ep_attr.max_recv_dtos, 8);
+    ASSERT_EQ(dat_ep_query(plain, DAT_EP_FIELD_ALL, &q), DAT_SUCCESS);
+    EXPECT_EQ(q.ep_attr.srq_soft_hw, DAT_HW_DEFAULT);  // no SRQ (L6132)
+    // SRQ buffers an EP holds are not visible: unknown, MODEL_NOT_SUPPORTED (L6170, L6198).
+    DAT_COUNT n = 0, span = 0;
+    EXPECT_EQ(T(dat_ep_recv_query(p.sep, &n, &span)), DAT_MODEL_NOT_SUPPORTED);
+    EXPECT_EQ(n, DAT_VALUE_UNKNOWN);
+    EXPECT_EQ(span, DAT_VALUE_UNKNOWN);
+    // What the provider attributes say, consistently (L2386-2440).
+    DAT_PROVIDER_ATTR pa{};
+    ASSERT_EQ(dat_ia_query(srv.ia, nullptr, 0, nullptr, DAT_PROVIDER_FIELD_ALL, &pa), DAT_SUCCESS);
+    EXPECT_EQ(pa.srq_watermarks_supported, 0x111);
+    EXPECT_EQ(pa.ep_recv_info_supported, 0);
+    EXPECT_EQ(pa.ep_creator, DAT_PSP_CREATES_EP_IFASKED);
+}
+
+TEST_F(DaplProvider, SoftHighWatermarkEventOncePerSetting_L6397_L6404) {
+    SrqPair p = srq_pair(srv, cli, small_attr());
+    // Soft 0: the first buffer the EP takes is above it.
+    ASSERT_EQ(dat_ep_set_watermark(p.sep, 0, DAT_WATERMARK_INFINITE), DAT_SUCCESS);
+    connect(p.cep, p.sep);
+    DAT_LMR_TRIPLET s = p.sb->iov();
+    ASSERT_EQ(dat_ep_post_send(p.cep, 1, &s, cookie(1), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    EXPECT_EQ(wait_event(srv.rcv).event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+    DAT_EVENT e{};
+    ASSERT_TRUE(async_event(srv, e, kWait));
+    EXPECT_EQ(e.event_number, DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR);
+    EXPECT_EQ(e.event_data.asynch_error_event_data.dat_handle, p.sep);
+    EXPECT_EQ(e.event_data.asynch_error_event_data.reason, DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT);
+    // Once per setting: the next message gives none.
+    ASSERT_EQ(dat_ep_post_send(p.cep, 1, &s, cookie(2), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    EXPECT_EQ(wait_event(srv.rcv).event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+    EXPECT_FALSE(async_event(srv, e, 300 * 1000));
+    // Set again: armed again.
+    ASSERT_EQ(dat_ep_set_watermark(p.sep, 0, DAT_WATERMARK_INFINITE), DAT_SUCCESS);
+    ASSERT_EQ(dat_ep_post_send(p.cep, 1, &s, cookie(3), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    EXPECT_EQ(wait_event(srv.rcv).event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+    ASSERT_TRUE(async_event(srv, e, kWait));
+    EXPECT_EQ(e.event_data.asynch_error_event_data.reason, DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT);
+    // A soft watermark the EP never exceeds (one buffer at a time) stays silent and the
+    // connection is unaffected.
+    ASSERT_EQ(dat_ep_set_watermark(p.sep, 4, DAT_WATERMARK_INFINITE), DAT_SUCCESS);
+    for (int i = 0; i < 6; ++i) {
+        ASSERT_EQ(
+            dat_ep_post_send(p.cep, 1, &s, cookie(10 + uint64_t(i)), DAT_COMPLETION_DEFAULT_FLAG),
+            DAT_SUCCESS);
+        EXPECT_EQ(wait_event(srv.rcv).event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+        DAT_LMR_TRIPLET t = p.rb->iov(0, 64);
+        ASSERT_EQ(dat_srq_post_recv(p.srq, 1, &t, cookie(200 + uint64_t(i))), DAT_SUCCESS);
+    }
+    EXPECT_FALSE(async_event(srv, e, 300 * 1000));
+    EXPECT_EQ(state(p.sep), DAT_EP_STATE_CONNECTED);
+}
+
+TEST_F(DaplProvider, HardHighWatermarkBreaksConnection_L5838_L6397) {
+    DAT_EP_ATTR a = small_attr();
+    a.max_recv_dtos = 3;  // the hard watermark of an SRQ EP (L5838)
+    SrqPair p = srq_pair(srv, cli, a);
+    DAT_EP_PARAM q{};
+    ASSERT_EQ(dat_ep_query(p.sep, DAT_EP_FIELD_ALL, &q), DAT_SUCCESS);
+    EXPECT_EQ(q.ep_attr.max_recv_dtos, 3);
+    connect(p.cep, p.sep);
+    DAT_LMR_TRIPLET s = p.sb->iov();
+    // Receiving one message at a time stays far below 3.
+    for (int i = 0; i < 5; ++i) {
+        ASSERT_EQ(dat_ep_post_send(p.cep, 1, &s, cookie(uint64_t(i)), DAT_COMPLETION_DEFAULT_FLAG),
+                  DAT_SUCCESS);
+        EXPECT_EQ(wait_event(srv.rcv).event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+    }
+    EXPECT_EQ(state(p.sep), DAT_EP_STATE_CONNECTED);
+    // Hard 0: the next buffer taken breaks the connection, reported on connect_evd.
+    ASSERT_EQ(dat_ep_set_watermark(p.sep, DAT_WATERMARK_INFINITE, 0), DAT_SUCCESS);
+    ASSERT_EQ(dat_ep_post_send(p.cep, 1, &s, cookie(9), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    EXPECT_EQ(wait_event(srv.conn).event_number, DAT_CONNECTION_EVENT_BROKEN);
+    EXPECT_EQ(state(p.sep), DAT_EP_STATE_DISCONNECTED);
+    // No soft event for it (none was set).
+    DAT_EVENT e{};
+    while (async_event(srv, e, 300 * 1000))
+        EXPECT_NE(e.event_data.asynch_error_event_data.reason, DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT);
+}
+
+// ---------------------------------------------------------------------------- provider EPs
+
+TEST_F(DaplProvider, PspProviderFlagCreatesTentativeEp_L4015_L5490) {
+    DAT_PSP_HANDLE ppsp{};
+    DAT_CONN_QUAL pq = 0;
+    ASSERT_EQ(dat_psp_create_any(srv.ia, &pq, srv.cr, DAT_PSP_PROVIDER_FLAG, &ppsp), DAT_SUCCESS);
+    DAT_PSP_PARAM pp{};
+    ASSERT_EQ(dat_psp_query(ppsp, DAT_PSP_FIELD_ALL, &pp), DAT_SUCCESS);
+    EXPECT_EQ(pp.psp_flags, DAT_PSP_PROVIDER_FLAG);
+    DAT_EP_ATTR ca = small_attr();
+    ca.max_rdma_read_in = 1;
+    ca.max_rdma_read_out = 3;
+    DAT_EP_HANDLE cep = cli.ep(&ca);
+    sockaddr_in a = loopback();
+    ASSERT_EQ(dat_ep_connect(cep, sa(&a), pq, kWait, 0, nullptr, DAT_QOS_BEST_EFFORT,
+                             DAT_CONNECT_DEFAULT_FLAG),
+              DAT_SUCCESS);
+    DAT_EVENT e = wait_event(srv.cr);
+    ASSERT_EQ(e.event_number, DAT_CONNECTION_REQUEST_EVENT);
+    EXPECT_EQ(e.event_data.cr_arrival_event_data.sp_handle.psp_handle, ppsp);
+    DAT_CR_HANDLE cr = e.event_data.cr_arrival_event_data.cr_handle;
+    DAT_CR_PARAM crp{};
+    ASSERT_EQ(dat_cr_query(cr, DAT_CR_FIELD_ALL, &crp), DAT_SUCCESS);
+    DAT_EP_HANDLE pep = crp.local_ep_handle;
+    ASSERT_NE(pep, DAT_HANDLE_NULL);
+    // No PZ, no EVDs: unconfigured tentative (L4015); provider-controlled for now.
+    EXPECT_EQ(state(pep), DAT_EP_STATE_UNCONFIGURED_TENTATIVE);
+    DAT_EP_PARAM q{};
+    ASSERT_EQ(dat_ep_query(pep, DAT_EP_FIELD_ALL, &q), DAT_SUCCESS);
+    EXPECT_EQ(q.pz_handle, DAT_HANDLE_NULL);
+    EXPECT_EQ(q.connect_evd_handle, DAT_HANDLE_NULL);
+    EXPECT_EQ(q.local_port_qual, pq);
+    // Its RDMA Read credits match the request's (L4013): the requester's 3 outgoing reads
+    // come in here, its 1 incoming is what this side may send.
+    EXPECT_EQ(q.ep_attr.max_rdma_read_in, 3);
+    EXPECT_EQ(q.ep_attr.max_rdma_read_out, 1);
+    EXPECT_EQ(T(dat_ep_free(pep)), DAT_INVALID_STATE);                                // L6011
+    EXPECT_EQ(T(dat_cr_accept(cr, DAT_HANDLE_NULL, 0, nullptr)), DAT_INVALID_STATE);  // L4662
+    DAT_EP_HANDLE mine = srv.ep();
+    EXPECT_EQ(T(dat_cr_accept(cr, mine, 0, nullptr)), DAT_INVALID_PARAMETER);  // CR has an EP
+    // The consumer configures it (L5498), then accepts with a NULL EP.
+    DAT_EP_PARAM mp{};
+    mp.pz_handle = srv.pz;
+    mp.recv_evd_handle = srv.rcv;
+    mp.request_evd_handle = srv.req;
+    mp.connect_evd_handle = srv.conn;
+    ASSERT_EQ(dat_ep_modify(pep,
+                            DAT_EP_FIELD_PZ_HANDLE | DAT_EP_FIELD_RECV_EVD_HANDLE |
+                                DAT_EP_FIELD_REQUEST_EVD_HANDLE | DAT_EP_FIELD_CONNECT_EVD_HANDLE,
+                            &mp),
+              DAT_SUCCESS);
+    EXPECT_EQ(state(pep), DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING);
+    Buf *rb = srv.buf(64);
+    DAT_LMR_TRIPLET rt = rb->iov();
+    ASSERT_EQ(dat_ep_post_recv(pep, 1, &rt, cookie(1), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    ASSERT_EQ(dat_cr_accept(cr, DAT_HANDLE_NULL, 0, nullptr), DAT_SUCCESS);
+    EXPECT_EQ(wait_event(cli.conn).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+    DAT_EVENT est = wait_event(srv.conn);
+    EXPECT_EQ(est.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+    EXPECT_EQ(est.event_data.connect_event_data.ep_handle, pep);
+    Buf *sb = cli.buf(64, DAT_MEM_PRIV_ALL_FLAG, 'p');
+    DAT_LMR_TRIPLET st = sb->iov(0, 8);
+    ASSERT_EQ(dat_ep_post_send(cep, 1, &st, cookie(2), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    DAT_EVENT r = wait_event(srv.rcv);
+    EXPECT_EQ(r.event_data.dto_completion_event_data.ep_handle, pep);
+    EXPECT_EQ(rb->v[0], 'p');
+    // Accepted, it is the consumer's (L5503): disconnect and free it.
+    ASSERT_EQ(dat_ep_disconnect(pep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+    EXPECT_EQ(wait_event(srv.conn).event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
+    EXPECT_EQ(dat_ep_free(pep), DAT_SUCCESS);
+}
+
+TEST_F(DaplProvider, PspProviderEpRejectedGoesBackToProvider_L5496) {
+    DAT_PSP_HANDLE ppsp{};
+    DAT_CONN_QUAL pq = 0;
+    ASSERT_EQ(dat_psp_create_any(srv.ia, &pq, srv.cr, DAT_PSP_PROVIDER_FLAG, &ppsp), DAT_SUCCESS);
+    DAT_EP_HANDLE cep = cli.ep();
+    sockaddr_in a = loopback();
+    ASSERT_EQ(dat_ep_connect(cep, sa(&a), pq, kWait, 0, nullptr, DAT_QOS_BEST_EFFORT,
+                             DAT_CONNECT_DEFAULT_FLAG),
+              DAT_SUCCESS);
+    DAT_EVENT e = wait_event(srv.cr);
+    DAT_CR_HANDLE cr = e.event_data.cr_arrival_event_data.cr_handle;
+    DAT_CR_PARAM crp{};
+    ASSERT_EQ(dat_cr_query(cr, DAT_CR_FIELD_ALL, &crp), DAT_SUCCESS);
+    DAT_EP_HANDLE pep = crp.local_ep_handle;
+    ASSERT_NE(pep, DAT_HANDLE_NULL);
+    ASSERT_EQ(dat_cr_reject(cr, 0, nullptr), DAT_SUCCESS);
+    EXPECT_EQ(wait_event(cli.conn).event_number, DAT_CONNECTION_EVENT_PEER_REJECTED);
+    DAT_EP_STATE st{};
+    EXPECT_EQ(T(dat_ep_get_status(pep, &st, nullptr, nullptr)), DAT_INVALID_HANDLE);
+    // Handed off to a consumer PSP, the request arrives there without a provider EP.
+    DAT_EP_HANDLE cep2 = cli.ep();
+    ASSERT_EQ(dat_ep_connect(cep2, sa(&a), pq, kWait, 0, nullptr, DAT_QOS_BEST_EFFORT,
+                             DAT_CONNECT_DEFAULT_FLAG),
+              DAT_SUCCESS);
+    e = wait_event(srv.cr);
+    cr = e.event_data.cr_arrival_event_data.cr_handle;
+    ASSERT_EQ(dat_cr_query(cr, DAT_CR_FIELD_ALL, &crp), DAT_SUCCESS);
+    pep = crp.local_ep_handle;
+    ASSERT_NE(pep, DAT_HANDLE_NULL);
+    ASSERT_EQ(dat_cr_handoff(cr, qual), DAT_SUCCESS);
+    e = wait_event(srv.cr);
+    EXPECT_EQ(e.event_data.cr_arrival_event_data.sp_handle.psp_handle, psp);
+    EXPECT_EQ(e.event_data.cr_arrival_event_data.conn_qual, qual);
+    ASSERT_EQ(dat_cr_query(e.event_data.cr_arrival_event_data.cr_handle, DAT_CR_FIELD_ALL, &crp),
+              DAT_SUCCESS);
+    EXPECT_EQ(crp.local_ep_handle, DAT_HANDLE_NULL);
+    EXPECT_EQ(T(dat_ep_get_status(pep, &st, nullptr, nullptr)), DAT_INVALID_HANDLE);
+    DAT_EP_HANDLE sep = srv.ep();
+    ASSERT_EQ(dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, sep, 0, nullptr),
+              DAT_SUCCESS);
+    EXPECT_EQ(wait_event(cli.conn).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
 }
 
 }  // namespace

@@ -899,6 +899,57 @@ TEST_F(Rnicpi, B35_SrqLimit) {
         << R().rec.describe_events();
 }
 
+// B35b: L8597 (rq_hiwat counts the SRQ WQEs a QP took and has not completed) and
+// L2700-2706 (one RQ_LIMIT_REACHED per arm): messages received one after the other never
+// hold two WQEs at once, so a mark of 2 is never reached; a mark of 1 is, once.
+TEST_F(Rnicpi, B35b_RqHiwatCountsOutstandingWqes) {
+    Srq *srq = R().new_srq(16, 1);
+    ASSERT_NE(srq, nullptr);
+    QpOpts ob;
+    ob.srq = srq;
+    Pair p(R(), R(), {}, ob);
+    ASSERT_TRUE(p.ok());
+    Buf src(16), dst(64 * 16);
+    Mr *ms = R().reg(src, kLocalRW), *md = R().reg(dst, kLocalRW);
+    ASSERT_TRUE(ms && md);
+    for (int i = 0; i < 16; ++i) {
+        ri_data_seg_t s = sge(dst.data() + 64 * i, 64, md->ltag);
+        ASSERT_EQ(post_srq_recv(R(), srq, 100 + i, &s, 1), RI_RET_SUCCESS);
+    }
+    auto arm = [&](uint32_t mark) {
+        ri_qp_attr_t a{};
+        a.qp_xport.qp_iwarp.rq_hiwat = mark;
+        a.qp_xport.qp_iwarp.rq_armed = 1;
+        return ri_qp_modify(R().rnic, p.b->h, QM(RI_QP_ATTR_RQ_HIWAT | RI_QP_ATTR_RQ_ARMED), &a,
+                            &err);
+    };
+    ASSERT_NO_FATAL_FAILURE(p.up());
+    ASSERT_EQ(arm(2), RI_RET_SUCCESS);
+    for (int i = 0; i < 4; ++i) {
+        ASSERT_NO_FATAL_FAILURE(send_bytes(p.a, src, ms, 8, 1 + i));
+        poll_n(R(), p.b->rcq, 1);
+    }
+    ASSERT_NO_FATAL_FAILURE(p.sync_ab());
+    R().drain();
+    EXPECT_EQ(R().rec.count_events(RI_EVENT_QP_RQ_LIMIT_REACHED, p.b->os()), 0u)
+        << R().rec.describe_events();
+    ri_qp_attr_t q{};
+    ASSERT_EQ(ri_qp_query(R().rnic, p.b->h, &q, &err), RI_RET_SUCCESS);
+    EXPECT_TRUE(q.qp_xport.qp_iwarp.rq_armed);
+    EXPECT_EQ(q.qp_xport.qp_iwarp.rq_hiwat, 2u);
+    ASSERT_EQ(arm(1), RI_RET_SUCCESS);
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_NO_FATAL_FAILURE(send_bytes(p.a, src, ms, 8, 10 + i));
+        poll_n(R(), p.b->rcq, 1);
+    }
+    ASSERT_NO_FATAL_FAILURE(p.sync_ab());
+    R().drain();
+    EXPECT_EQ(R().rec.count_events(RI_EVENT_QP_RQ_LIMIT_REACHED, p.b->os()), 1u)
+        << R().rec.describe_events();
+    ASSERT_EQ(ri_qp_query(R().rnic, p.b->h, &q, &err), RI_RET_SUCCESS);
+    EXPECT_FALSE(q.qp_xport.qp_iwarp.rq_armed);
+}
+
 // B36: L4928-4935: SRQ_INUSE with a QP attached; destroying an SRQ with posted WRs and no
 // QP succeeds and produces no flush completions.
 TEST_F(Rnicpi, B36_SrqDestroy) {

@@ -566,6 +566,62 @@ TEST(DataPathOrder, WindowsAsTargets) {
     EXPECT_TRUE(region.guards_intact());
 }
 
+// L8925: a memory window can be the local data sink of an RDMA Read (tag.rtag) when it
+// was bound with local write; a window without it, or as the source of a Send, is refused.
+TEST(DataPathOrder, WindowAsRdmaReadSink) {
+    Rnic r("mwsink");
+    ASSERT_TRUE(r.ok());
+    QpOpts oa;
+    oa.bind = true;
+    Pair p(r, r, oa, {});
+    ASSERT_TRUE(p.ok());
+    Buf remote(4096), sink(8192);
+    remote.fill(606);
+    sink.set(0);
+    Mr *mr = r.reg(remote, kAllRemote);
+    Mr *msink = r.reg(sink, kLocalRW | RI_MEM_FLAGS_BINDING);
+    ASSERT_TRUE(mr && msink);
+    ASSERT_NO_FATAL_FAILURE(p.up());
+    auto bind = [&](Mw *mw, unsigned attr, uint64_t id) {
+        ri_wr_t w;
+        std::memset(&w, 0, sizeof(w));
+        w.wr_bind.type = RI_WR_TYPE_BIND;
+        w.wr_bind.flags = F(kSig);
+        w.wr_bind.id = id;
+        w.wr_bind.mw_handle = mw->h;
+        w.wr_bind.rtag = (mw->rtag & ~0xFFu) | 0x44u;
+        w.wr_bind.mr_handle = msink->h;
+        w.wr_bind.ltag = msink->ltag;
+        w.wr_bind.vaddr = sink.va() + 4096;
+        w.wr_bind.length = 4096;
+        w.wr_bind.mem_attr = MA(attr);
+        EXPECT_EQ(post_wr(p.a, &w), RI_RET_SUCCESS);
+        ri_rc_wc_t wc = must_poll(r, p.a->scq);
+        EXPECT_WC(wc, RI_WC_TYPE_BIND, RI_WC_STATUS_SUCCESS, id, 0);
+        ri_rtag_t wt = 0;
+        EXPECT_EQ(ri_mw_query(r.rnic, mw->h, nullptr, nullptr, nullptr, nullptr, &wt, &r.err),
+                  RI_RET_SUCCESS);
+        return wt;
+    };
+    Mw *mw = r.new_mw(RI_MW_TYPE_2);
+    ASSERT_NE(mw, nullptr);
+    ri_rtag_t wt = bind(mw, RI_MEM_FLAGS_LOCAL_WRITE, 1);
+    ri_data_seg_t d{};
+    d.addr.vaddr = sink.va() + 4096 + 16;
+    d.tag.rtag = wt;
+    d.len = 2000;
+    ASSERT_EQ(post_read(p.a, kSig, 2, &d, 1, remote.va() + 8, mr->rtag), RI_RET_SUCCESS);
+    ri_rc_wc_t wc = must_poll(r, p.a->scq);
+    EXPECT_WC(wc, RI_WC_TYPE_RDMA_READ, RI_WC_STATUS_SUCCESS, 2, 2000);
+    EXPECT_EQ(std::memcmp(sink.data() + 4096 + 16, remote.data() + 8, 2000), 0);
+    EXPECT_EQ(sink.data()[4096 + 15], 0);
+    // The same window is no Send source: windows serve locally only as Read sinks.
+    ASSERT_EQ(post_send(p.a, RI_WR_TYPE_SEND, kSig, 3, &d, 1), RI_RET_SUCCESS);
+    wc = must_poll(r, p.a->scq);
+    EXPECT_EQ(wc.id, 3u);
+    EXPECT_NE(wc.op_status, RI_WC_STATUS_SUCCESS);
+}
+
 // ===========================================================================
 // Error paths
 // ===========================================================================

@@ -69,6 +69,7 @@ void destroy_obj(void *p) {
             break;
         case DAT_HANDLE_TYPE_PSP:
         case DAT_HANDLE_TYPE_RSP:
+        case DAT_HANDLE_TYPE_CSP:
             delete static_cast<Sp *>(o);
             break;
         case DAT_HANDLE_TYPE_CR:
@@ -248,6 +249,9 @@ DAT_DTO_COMPLETION_STATUS map_status(ri_wc_status_t s) {
 
 void cno_trigger(Cno *c, Evd *evd);
 void ep_break(Ep *ep, DAT_EVENT_NUMBER num, bool flush);
+void ep_watermark_reached(Ep *ep);
+Ep *make_provider_ep(Ia *ia, Sp *sp, Cr *cr);
+void drop_provider_ep(Ep *ep);
 
 // Moves CQ completions into the EVD's queue while there is room. Called with evd->mu
 // held. EPs whose completions failed are collected so the caller breaks them after
@@ -438,6 +442,26 @@ bool configured(const Ep *ep) {
     return ep->pz && ep->recv && ep->req && ep->conn;
 }
 
+// Arms the QP's RQ limit (RNICPI rq_hiwat: SRQ WQEs taken and not yet completed) for the
+// lowest high watermark still watched: the soft one until it fired, the hard one always.
+// "Above the watermark" is reaching watermark + 1. Caller holds ep->mu or owns `ep`.
+void wm_arm(Ep *ep) {
+    if (!ep->srq || !ep->qp) return;
+    uint64_t mark = UINT64_MAX;
+    if (ep->soft_armed && ep->attr.srq_soft_hw != DAT_WATERMARK_INFINITE)
+        mark = uint64_t(ep->attr.srq_soft_hw) + 1;
+    if (ep->attr.max_recv_dtos != DAT_WATERMARK_INFINITE)
+        mark = std::min(mark, uint64_t(ep->attr.max_recv_dtos) + 1);
+    ri_qp_attr_t a{};
+    a.qp_xport.qp_iwarp.rq_hiwat = mark == UINT64_MAX ? 0 : uint32_t(mark);
+    a.qp_xport.qp_iwarp.rq_armed = mark != UINT64_MAX;
+    ri_err_data_t e = 0;
+    ri_api_return_t r = ri_qp_modify(
+        ep->ia->rnic, ep->qp,
+        static_cast<ri_qp_attr_mask_t>(RI_QP_ATTR_RQ_HIWAT | RI_QP_ATTR_RQ_ARMED), &a, &e);
+    ep->wm_mark = r == RI_RET_SUCCESS && mark != UINT64_MAX ? uint32_t(mark) : 0;
+}
+
 DAT_RETURN create_qp(Ep *ep) {
     Ia *ia = ep->ia;
     ri_qp_attr_t a{};
@@ -468,6 +492,7 @@ DAT_RETURN create_qp(Ep *ep) {
         return r == RI_RET_RESOURCE_SHORTAGE ? err(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP)
                                              : err(DAT_INVALID_PARAMETER);
     }
+    wm_arm(ep);  // the hard watermark holds from the first connection on (L6428)
     return DAT_SUCCESS;
 }
 void destroy_qp(Ep *ep) {
@@ -539,6 +564,11 @@ void on_async(ri_os_data_t vp_os, ri_event_record_t *ev) {
             if (handles().valid(os, DAT_HANDLE_TYPE_SRQ))
                 post_async(ia, DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR, os,
                            DAT_SRQ_LOW_WATERMARK_EVENT);
+            return;
+        case RI_EVENT_QP_RQ_LIMIT_REACHED:
+            // An SRQ EP's high watermark (dat_ep_set_watermark): not an error of the QP.
+            if (handles().valid(os, DAT_HANDLE_TYPE_EP))
+                ep_watermark_reached(static_cast<Ep *>(os));
             return;
         case RI_EVENT_CQ_OVERFLOW_DETECTED:
         case RI_EVENT_CQ_OP_ERROR:
@@ -641,6 +671,41 @@ void on_established(Ia *ia, cm::Established &e) {
     if (cno) cno_trigger(cno, conn);
 }
 
+// Queues the CONNECTION_REQUEST event of `cr` on `sp`'s EVD; false when it is full.
+bool deliver_cr(Ia *ia, Cr *cr, Sp *sp) {
+    DAT_EVENT ev{};
+    ev.event_number = DAT_CONNECTION_REQUEST_EVENT;
+    auto &d = ev.event_data.cr_arrival_event_data;
+    switch (sp->type) {
+        case DAT_HANDLE_TYPE_RSP:
+            d.sp_handle.rsp_handle = sp;
+            break;
+        case DAT_HANDLE_TYPE_CSP:
+            d.sp_handle.csp_handle = sp;
+            break;
+        default:
+            d.sp_handle.psp_handle = sp;
+            break;
+    }
+    // A CSP may be bound to another address than its IA's (L4315).
+    d.local_ia_address_ptr = sp->type == DAT_HANDLE_TYPE_CSP
+                                 ? reinterpret_cast<DAT_IA_ADDRESS_PTR>(&sp->addr)
+                                 : reinterpret_cast<DAT_IA_ADDRESS_PTR>(&ia->addr);
+    d.conn_qual = sp->qual;
+    d.cr_handle = cr;
+    d.truncate_flag = DAT_FALSE;
+    cr->sp = sp;
+    cr->qual = sp->qual;
+    if (sp->type == DAT_HANDLE_TYPE_CSP) {
+        cr->comm = sp->comm;
+        cr->sp_addr = sp->addr;
+    } else {
+        cr->comm = DAT_COMM{AF_INET, SOCK_STREAM, 0};  // the IA's (L4700)
+        cr->sp_addr = sockaddr_storage{};
+    }
+    return push_event(sp->evd, ev, false);
+}
+
 void on_request(Ia *ia, cm::ConnectRequest &r) {
     std::vector<uint8_t> pd;
     uint8_t flags = 0;
@@ -661,6 +726,8 @@ void on_request(Ia *ia, cm::ConnectRequest &r) {
     cr->qual = sp->qual;
     std::memcpy(&cr->peer, &r.peer.storage, sizeof cr->peer);
     cr->pd = std::move(pd);
+    cr->peer_ird = r.ird;
+    cr->peer_ord = r.ord;
     if (sp->type == DAT_HANDLE_TYPE_RSP) {
         // An RSP gives at most one CR; later requests see "no listener" (L4414).
         Ep *ep = sp->ep;
@@ -676,32 +743,29 @@ void on_request(Ia *ia, cm::ConnectRequest &r) {
         ep->state = ep->state == DAT_EP_STATE_UNCONFIGURED_RESERVED
                         ? DAT_EP_STATE_UNCONFIGURED_PASSIVE
                         : DAT_EP_STATE_PASSIVE_CONNECTION_PENDING;
+    } else if (sp->type == DAT_HANDLE_TYPE_PSP && sp->flags == DAT_PSP_PROVIDER_FLAG) {
+        if (!make_provider_ep(ia, sp, cr)) {  // the CR carries it (L4015)
+            delete cr;
+            ia->cm->reject(r.id, nonpeer);
+            return;
+        }
     }
     add_child(ia, cr);
     {
         std::lock_guard lk(ia->mu);
         ia->crs.insert(cr);
     }
-    DAT_EVENT ev{};
-    ev.event_number = DAT_CONNECTION_REQUEST_EVENT;
-    auto &d = ev.event_data.cr_arrival_event_data;
-    if (sp->type == DAT_HANDLE_TYPE_RSP)
-        d.sp_handle.rsp_handle = sp;
-    else
-        d.sp_handle.psp_handle = sp;
-    d.local_ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(&ia->addr);
-    d.conn_qual = sp->qual;
-    d.cr_handle = cr;
-    d.truncate_flag = DAT_FALSE;
-    if (!push_event(sp->evd, ev, false)) {
+    if (!deliver_cr(ia, cr, sp)) {
         // A CR that would overflow the EVD is rejected with no event (L2898).
         {
             std::lock_guard lk(ia->mu);
             ia->crs.erase(cr);
         }
-        if (cr->ep) {
-            std::lock_guard lk(cr->ep->mu);
-            cr->ep->cr = nullptr;
+        if (Ep *ep = cr->ep; ep && ep->provider_made) {
+            drop_provider_ep(ep);
+        } else if (ep) {
+            std::lock_guard lk(ep->mu);
+            ep->cr = nullptr;
         }
         ia->cm->reject(r.id, nonpeer);
         retire(cr);
@@ -897,6 +961,7 @@ DAT_RETURN cno_free(DAT_CNO_HANDLE);
 DAT_RETURN srq_free(DAT_SRQ_HANDLE);
 DAT_RETURN psp_free(DAT_PSP_HANDLE);
 DAT_RETURN rsp_free(DAT_RSP_HANDLE);
+DAT_RETURN csp_free(DAT_CSP_HANDLE);
 DAT_RETURN cr_reject(DAT_CR_HANDLE, DAT_COUNT, const DAT_PVOID);
 
 DAT_RETURN ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags) {
@@ -936,6 +1001,7 @@ DAT_RETURN ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags) {
         };
         phase(DAT_HANDLE_TYPE_PSP, [](Obj *o) { psp_free(o); });
         phase(DAT_HANDLE_TYPE_RSP, [](Obj *o) { rsp_free(o); });
+        phase(DAT_HANDLE_TYPE_CSP, [](Obj *o) { csp_free(o); });
         phase(DAT_HANDLE_TYPE_CR, [](Obj *o) { cr_reject(o, 0, nullptr); });
         phase(DAT_HANDLE_TYPE_EP, [](Obj *o) {
             auto *ep = static_cast<Ep *>(o);
@@ -1065,19 +1131,26 @@ DAT_RETURN ia_query(DAT_IA_HANDLE h, DAT_EVD_HANDLE *async_evd, DAT_IA_ATTR_MASK
         p->is_thread_safe = ia->info.is_thread_safe;
         p->max_private_data_size = kMaxPrivateData;
         p->supports_multipath = DAT_FALSE;
-        p->ep_creator = DAT_PSP_CREATES_EP_NEVER;
+        p->ep_creator = DAT_PSP_CREATES_EP_IFASKED;  // DAT_PSP_PROVIDER_FLAG (L4015)
         p->pz_support = DAT_PZ_UNIQUE;
         p->optimal_buffer_alignment = 64;
         std::memcpy(const_cast<DAT_BOOLEAN *>(&p->evd_stream_merging_supported[0][0]), merging,
                     sizeof merging);
         p->srq_supported = ra.max_srq ? DAT_TRUE : DAT_FALSE;
-        p->srq_watermarks_supported = 0x001;
+        // SRQ low watermark, and an SRQ EP's soft and hard high watermarks (L2396-2401):
+        // RNICPI's SRQ limit and per-QP RQ limit events.
+        p->srq_watermarks_supported = ra.max_srq ? 0x001 | 0x010 | 0x100 : 0;
         p->srq_ep_pz_difference_supported = DAT_FALSE;
         p->srq_info_supported = 0;
+        // Both bits describe SRQ buffers held by an EP (L2426-2440), which RNICPI does not
+        // report; dat_ep_recv_query answers only for EPs with their own receive queue.
         p->ep_recv_info_supported = 0;
         p->lmr_sync_req = DAT_FALSE;
         p->dto_async_return_guaranteed = DAT_FALSE;
         p->rdma_write_for_rdma_read_req = DAT_FALSE;
+        // No: softrnic's Read Requests carry a per-connection sequence number (TCP) or the
+        // sink addresses (shm), never the LMR's context; dat_ep_post_rdma_read_to_rmr works
+        // all the same.
         p->rdma_read_lmr_rmr_context_exposure = DAT_FALSE;
         p->rmr_scope_supported = DAT_RMR_SCOPE_ANY;
         p->is_signal_safe = DAT_FALSE;

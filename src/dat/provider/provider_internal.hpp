@@ -112,6 +112,7 @@ struct Rmr : Obj {
     DAT_LMR_TRIPLET triplet{};
     DAT_MEM_PRIV_FLAGS priv{};
     Lmr *lmr = nullptr;  // bound into
+    Ep *ep = nullptr;    // the EP of the last bind (an EP-scoped RMR serves only it)
     DAT_RMR_COOKIE cookie{};
     using Obj::Obj;
 };
@@ -146,16 +147,28 @@ struct Ep : Obj {
     std::atomic<int> posted_recvs{0};
     // Multi-segment RDMA reads split by the provider: (cookie, total length), in order.
     std::deque<std::pair<uint64_t, uint32_t>> split_reads;
+    // Socket-style parameters for the common connection model (Table 5, L6288): unset
+    // while comm.domain is AF_UNSPEC / local.ss_family is AF_UNSPEC.
+    DAT_COMM comm{};
+    sockaddr_storage local{};
+    // SRQ high watermarks (L5838, L6369): hard = attr.max_recv_dtos, soft =
+    // attr.srq_soft_hw (DAT_WATERMARK_INFINITE: none). The soft one fires once per setting.
+    bool soft_armed = false;
+    uint32_t wm_mark = 0;        // rq_hiwat the QP is armed with (0: not armed)
+    bool provider_made = false;  // created by a PSP with DAT_PSP_PROVIDER_FLAG (L4015)
     using Obj::Obj;
 };
 
-struct Sp : Obj {  // PSP or RSP
-    DAT_CONN_QUAL qual = 0;
+// A service point: PSP, RSP or CSP.
+struct Sp : Obj {
+    DAT_CONN_QUAL qual = 0;  // CSP: its port
     Evd *evd = nullptr;
     DAT_PSP_FLAGS flags = DAT_PSP_CONSUMER_FLAG;
     Ep *ep = nullptr;  // RSP
     bool fired = false;
     cm::ConnId listener = 0;
+    DAT_COMM comm{};          // CSP (PSP/RSP: the IA's, L4700)
+    sockaddr_storage addr{};  // CSP: the address it is bound to, port included
     using Obj::Obj;
 };
 
@@ -164,8 +177,13 @@ struct Cr : Obj {
     cm::ConnId id = 0;
     sockaddr_storage peer{};
     std::vector<uint8_t> pd;
-    Ep *ep = nullptr;  // RSP's EP
+    Ep *ep = nullptr;  // RSP's EP, or the one a PSP with DAT_PSP_PROVIDER_FLAG made
     DAT_CONN_QUAL qual = 0;
+    // The SP's communicator and local address, kept for dat_cr_accept (L4668) since the
+    // SP may be freed before the CR is answered. sp_addr is unset for PSPs/RSPs (IA's).
+    DAT_COMM comm{};
+    sockaddr_storage sp_addr{};
+    uint16_t peer_ird = 0, peer_ord = 0;  // the requester's RDMA Read credits
     using Obj::Obj;
 };
 
@@ -187,6 +205,8 @@ struct Ia : Obj {
     std::map<cm::ConnId, Sp *> listeners;
     std::map<DAT_CONN_QUAL, Sp *> quals;
     std::set<Cr *> crs;
+    // Current context of every bound RMR, for RDMA Read sinks named by context (L7459).
+    std::map<DAT_RMR_CONTEXT, Rmr *> rmr_contexts;
     using Obj::Obj;
 };
 
