@@ -206,6 +206,9 @@ class RxScope {
     explicit operator bool() const {
         return in_ && qp_.state.load(std::memory_order_acquire) == RI_QP_STATE_READY_TO_SEND;
     }
+    // False when the gate was closed: whoever closed it (a flush, a graceful close, a reset
+    // or a receive-queue resize) is moving the QP right now.
+    bool entered() const { return in_; }
 
   private:
     Qp &qp_;
@@ -1149,6 +1152,10 @@ void Qp::rx_llp_closed(transport::CloseKind kind) {
     RxScope scope(*this);
     ri_qp_state_t st = state.load(std::memory_order_acquire);
     if (st != RI_QP_STATE_READY_TO_SEND && st != RI_QP_STATE_CLOSING) return;
+    // Closing with the gate closed: our graceful close is completing (to Idle) and the
+    // transport's progress was already inside it when it started; the end of the stream is
+    // the peer's answer, not a failure.
+    if (st == RI_QP_STATE_CLOSING && !scope.entered()) return;
     if (kind == transport::CloseKind::Graceful && rq.size() == 0 &&
         st == RI_QP_STATE_READY_TO_SEND) {
         // Graceful close with nothing outstanding: Closing, then Idle (RDMAC Fig. 6).
@@ -1345,6 +1352,12 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
             rq.swap(bigger);
             rx_gate.open();
         }
+        // An arrival that found the gate closed for the resize (the stream's end, a
+        // Terminate) moved the QP to Error but could not flush it on its way out: do it here
+        // (rq_mu released: the flush takes it).
+        if (error_pending.load(std::memory_order_acquire) &&
+            error_pending.exchange(false, std::memory_order_acq_rel))
+            finish_error();
         rq_size = static_cast<uint32_t>(rq.capacity());
     }
     if (mask & RI_QP_ATTR_MAX_RDMA_READ_OUTGOING) ord = a.max_rdma_read_outgoing;
@@ -1365,7 +1378,10 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
     if (next != cur) {
         switch (next) {
             case RI_QP_STATE_READY_TO_SEND:
-                chan = std::move(new_chan);
+                chan = std::move(new_chan);  // an earlier stream's channel ends here
+                // A new connection starts with no error transition of an earlier one pending
+                // (release: arrivals on the new stream read it with acquire).
+                error_pending.store(false, std::memory_order_release);
                 async_chan = chan->asynchronous();
                 chan_caps.store(chan->capabilities(), std::memory_order_release);
                 llp = iw.llp_stream_handle;
@@ -1385,6 +1401,10 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
                         chan->close(transport::CloseKind::Graceful);
                         chan->detach();
                     }
+                    // An arrival that found the gate closed (a Terminate racing with the
+                    // close) may have left an error transition pending: the connection is
+                    // over, it must not reach the next one (release, as above).
+                    error_pending.store(false, std::memory_order_release);
                     rx_gate.open();
                     state.store(RI_QP_STATE_IDLE, std::memory_order_release);
                     raise(RI_EVENT_QP_LLQ_CLOSE_COMPLETE);
@@ -1415,6 +1435,7 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
                 async_chan = false;
                 llp_set = false;
                 llp = 0;
+                error_pending.store(false, std::memory_order_release);  // see the RTS case
                 terminate_received.store(false, std::memory_order_release);
                 terminate_in_transport.store(false, std::memory_order_release);
                 {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -35,8 +36,9 @@ class FakeChannel final : public Channel {
         return {OpOutcome::Pending, {}};
     }
     void terminate(TerminateCode, std::span<const uint8_t>) override { terminated = true; }
-    void close(CloseKind) override {
+    void close(CloseKind kind) override {
         closed = true;
+        if (on_close) on_close(kind);
         // Contract: when the stream ends, everything still outstanding is reported.
         while (ep_ && next < ops.size())
             complete({OpOutcome::Disconnected, {}});
@@ -48,6 +50,7 @@ class FakeChannel final : public Channel {
         ep_->tx_complete(r);
     }
     Endpoint *ep_ = nullptr;
+    std::function<void(CloseKind)> on_close;  // runs inside close(), as the engine calls it
     std::vector<Recorded> ops;
     size_t next = 0;
     bool closed = false, terminated = false;
@@ -105,6 +108,29 @@ class AsyncTransport : public ::testing::Test {
         EXPECT_EQ(softrnic_vp_destroy(vp), RI_RET_SUCCESS);
     }
 
+    // Hands `q` a fresh fake stream and moves it to RTS.
+    void to_rts(ri_qp_handle_t q) {
+        fake = new FakeChannel();
+        int h = 0x3E000000 + next_handle++;
+        {
+            std::lock_guard lk(g_mu);
+            g_fakes[h] = fake;
+        }
+        ri_qp_attr_t ma{};
+        ma.state = RI_QP_STATE_READY_TO_SEND;
+        ma.qp_xport.qp_iwarp.llp_stream_handle = h;
+        EXPECT_EQ(ri_qp_modify(rnic, q,
+                               static_cast<ri_qp_attr_mask_t>(RI_QP_ATTR_NEXT_STATE |
+                                                              RI_QP_ATTR_LLQ_STREAM_HANDLE),
+                               &ma, &err),
+                  RI_RET_SUCCESS);
+    }
+    ri_api_return_t to_state(ri_qp_state_t s) {
+        ri_qp_attr_t a{};
+        a.state = s;
+        return ri_qp_modify(rnic, qp, RI_QP_ATTR_NEXT_STATE, &a, &err);
+    }
+
     ri_qp_handle_t make_qp() {
         ri_qp_attr_t qa{};
         qa.scq.scq_handle = cq;
@@ -121,20 +147,7 @@ class AsyncTransport : public ::testing::Test {
         qa.max_rdma_read_incoming = 4;
         ri_qp_handle_t q = nullptr;
         EXPECT_EQ(ri_qp_create(rnic, &qa, &q, nullptr, nullptr, &err), RI_RET_SUCCESS);
-        fake = new FakeChannel();
-        int h = 0x3E000000 + next_handle++;
-        {
-            std::lock_guard lk(g_mu);
-            g_fakes[h] = fake;
-        }
-        ri_qp_attr_t ma{};
-        ma.state = RI_QP_STATE_READY_TO_SEND;
-        ma.qp_xport.qp_iwarp.llp_stream_handle = h;
-        EXPECT_EQ(ri_qp_modify(rnic, q,
-                               static_cast<ri_qp_attr_mask_t>(RI_QP_ATTR_NEXT_STATE |
-                                                              RI_QP_ATTR_LLQ_STREAM_HANDLE),
-                               &ma, &err),
-                  RI_RET_SUCCESS);
+        to_rts(q);
         return q;
     }
 
@@ -320,6 +333,61 @@ TEST_F(AsyncTransport, StreamErrorRaisesTheMatchingEvent) {
     std::lock_guard lk(g_ev_mu);
     ASSERT_EQ(g_events.size(), 1u);
     EXPECT_EQ(g_events[0], RI_EVENT_QP_LLQ_INTEGRITY_ERROR_CRC);
+}
+
+// The stream's end (or a Terminate) reported while this end's graceful close holds the
+// receive gate (RTS -> Closing -> Idle with nothing posted): a transport's progress may be
+// inside its endpoint calls when the close starts (the shm transport's was, for dapltest's
+// server, which reuses its EP for every client). That arrival cannot enter the gate; its
+// error transition used to stay pending, and after reset (Idle) and a new stream the first
+// arrival finished it: the new stream was closed and its receives flushed.
+TEST_F(AsyncTransport, ArrivalDuringGracefulCloseDoesNotReachTheNextStream) {
+    for (bool terminate : {false, true}) {
+        SCOPED_TRACE(terminate ? "Terminate" : "stream end");
+        fake->on_close = [f = fake, terminate](CloseKind kind) {
+            if (kind != CloseKind::Graceful) return;
+            if (terminate)
+                f->ep_->rx_terminate({0, 1, 0}, {});
+            else
+                f->ep_->rx_llp_closed(CloseKind::Abortive);
+        };
+        ASSERT_EQ(to_state(RI_QP_STATE_CLOSING), RI_RET_SUCCESS);
+        EXPECT_EQ(state(), RI_QP_STATE_IDLE);
+        ASSERT_EQ(softrnic_vp_drain_events(vp), RI_RET_SUCCESS);
+        if (!terminate) {
+            // The end of the stream answered our close: not a reset.
+            std::lock_guard lk(g_ev_mu);
+            EXPECT_EQ(g_events, std::vector<ri_async_event_type_t>{RI_EVENT_QP_LLQ_CLOSE_COMPLETE});
+        }
+        // dat_ep_disconnect, then dat_ep_reset: Error (flush), then Idle.
+        ASSERT_EQ(to_state(RI_QP_STATE_ERROR), RI_RET_SUCCESS);
+        ASSERT_EQ(to_state(RI_QP_STATE_IDLE), RI_RET_SUCCESS);
+        ASSERT_EQ(softrnic_vp_drain_events(vp), RI_RET_SUCCESS);
+        {
+            std::lock_guard lk(g_ev_mu);
+            g_events.clear();
+        }
+        // The next connection: a receive, then the peer's first message.
+        ri_data_seg_t r = seg(0, 64);
+        ASSERT_EQ(ri_qp_post_recv(rnic, qp, static_cast<ri_wr_flags_t>(0), 5, &r, 1, &err),
+                  RI_RET_SUCCESS);
+        to_rts(qp);
+        std::memset(buf + 4096, 0x5A, 64);
+        IoSpan msg{reinterpret_cast<std::byte *>(buf + 4096), 64};
+        RxStatus st = fake->ep_->rx_send(OpKind::Send, {&msg, 1}, 64, false, 0, 0);
+        EXPECT_TRUE(st.ok);
+        ri_rc_wc_t wc{};
+        ASSERT_TRUE(poll(wc));
+        EXPECT_EQ(wc.id, 5u);
+        EXPECT_EQ(wc.op_status, RI_WC_STATUS_SUCCESS);
+        EXPECT_EQ(wc.bytes_transferred, 64u);
+        EXPECT_EQ(buf[63], 0x5A);
+        EXPECT_FALSE(fake->closed) << "the new stream was closed";
+        EXPECT_EQ(state(), RI_QP_STATE_READY_TO_SEND);
+        ASSERT_EQ(softrnic_vp_drain_events(vp), RI_RET_SUCCESS);
+        std::lock_guard lk(g_ev_mu);
+        EXPECT_TRUE(g_events.empty()) << g_events.size() << " events";
+    }
 }
 
 TEST_F(AsyncTransport, DestroyCancelsPendingWorkAndReleasesMemory) {

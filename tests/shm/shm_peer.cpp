@@ -11,6 +11,14 @@
 //   shm_peer attack <port> <pid>  (started as root) drop to nobody, then try to reach the
 //                                 listener and the peer's memory; exit 0 when every
 //                                 attempt was refused.
+//   shm_peer pingpong <rounds> <size>...
+//                                 listen (shm only), print "port N"; accept one connection
+//                                 whose private data names the initiator's region (PpRegion)
+//                                 and answer with ours; then play the responder of <rounds>
+//                                 memory-polled RDMA Write ping-pongs per size (shm_util.hpp:
+//                                 poll the last byte, never the CQ, check every byte, write
+//                                 back and poll the CQ for that write); print "pingpong ok"
+//                                 or the first problem, and exit 0.
 //
 // SOFTRNIC_SHM_CMA=0 in the environment forces the bounce-buffer path, as documented.
 #include <grp.h>
@@ -197,6 +205,74 @@ int client(uint16_t port) {
     }
 }
 
+int pingpong(uint32_t rounds, const std::vector<size_t> &sizes) {
+    size_t max = 1;
+    for (size_t l : sizes)
+        max = std::max(max, l);
+    Buf rx(max), tx(max);
+    Rnic r("pingpong");
+    if (!r.ok()) return 2;
+    Qp *q = r.new_qp();
+    if (!q) return 2;
+    Mr *mrx = r.reg(rx, kAllRemote), *mtx = r.reg(tx, kLocalRW);
+    PpRegion mine{rx.va(), mrx->rtag, static_cast<uint32_t>(max)};
+    cm::ConnParams reply;
+    reply.private_data.assign(reinterpret_cast<uint8_t *>(&mine),
+                              reinterpret_cast<uint8_t *>(&mine) + sizeof mine);
+    Slot<PpRegion> peer;
+    Slot<cm::Established> est;
+    cm::ConnectionManager *m = nullptr;
+    cm::ConnectionManager mgr(
+        [&](cm::Event &e) {
+            if (auto *req = std::get_if<cm::ConnectRequest>(&e)) {
+                PpRegion p{};
+                if (req->private_data.size() != sizeof p) {
+                    m->reject(req->id);
+                    return;
+                }
+                std::memcpy(&p, req->private_data.data(), sizeof p);
+                peer.set(p);
+                m->accept(req->id, reply);
+            } else if (auto *x = std::get_if<cm::Established>(&e)) {
+                est.set(std::move(*x));
+            }
+        },
+        shm_only());
+    m = &mgr;
+    cm::Address l = loopback4();
+    auto lid = mgr.listen(l.get(), l.len, 1);
+    if (!lid.ok()) return 3;
+    say("port " + std::to_string(port_of(mgr.local_address(lid.value).value)));
+    auto e = est.wait();
+    auto p = peer.wait(std::chrono::milliseconds(1));
+    if (!e || !p) return 4;
+    if (to_rts(q, e->llp) != RI_RET_SUCCESS) return 5;
+    std::string problem;
+    for (size_t len : sizes) {
+        if (len < 2 || len > p->len) return 6;
+        for (uint32_t k = 1; k <= rounds; ++k) {
+            auto at = [&] { return "size " + std::to_string(len) + " round " + std::to_string(k); };
+            if (!pp_wait_last(rx.data(), len, pp_last(k))) {
+                say("pingpong timeout waiting for the last byte, " + at());
+                return 0;
+            }
+            size_t bad = pp_check(rx.data(), len, pp_fill(k));
+            if (bad != SIZE_MAX && problem.empty())
+                problem = "pingpong bad data at offset " + std::to_string(bad) + " of " + at();
+            pp_prepare(tx.data(), len, static_cast<uint8_t>(~pp_fill(k)), pp_last(k));
+            ri_data_seg_t s = sge(tx.data(), static_cast<uint32_t>(len), mtx->ltag);
+            if (post_write(q, kSig, k, &s, 1, p->va, p->rtag) != RI_RET_SUCCESS) return 7;
+            ri_rc_wc_t wc{};
+            if (!poll_one(r, q->scq, &wc) || wc.op_status != RI_WC_STATUS_SUCCESS) {
+                say("pingpong write did not complete, " + at());
+                return 0;
+            }
+        }
+    }
+    say(problem.empty() ? "pingpong ok" : problem);
+    return 0;
+}
+
 // Every attempt must fail; returns the number that did not.
 int attack(uint16_t port, pid_t victim) {
     if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) return 100;
@@ -295,8 +371,16 @@ int main(int argc, char **argv) {
     if (argc >= 3 && std::string(argv[1]) == "serve") return serve(std::atol(argv[2]));
     if (argc >= 3 && std::string(argv[1]) == "client")
         return client(static_cast<uint16_t>(std::atoi(argv[2])));
+    if (argc >= 4 && std::string(argv[1]) == "pingpong") {
+        std::vector<size_t> sizes;
+        for (int i = 3; i < argc; ++i)
+            sizes.push_back(static_cast<size_t>(std::atoll(argv[i])));
+        return pingpong(static_cast<uint32_t>(std::atol(argv[2])), sizes);
+    }
     if (argc >= 4 && std::string(argv[1]) == "attack")
         return attack(static_cast<uint16_t>(std::atoi(argv[2])), std::atoi(argv[3]));
-    std::fprintf(stderr, "usage: shm_peer serve N | client PORT | attack PORT PID\n");
+    std::fprintf(stderr,
+                 "usage: shm_peer serve N | client PORT | attack PORT PID | pingpong ROUNDS "
+                 "SIZE...\n");
     return 64;
 }

@@ -4,6 +4,7 @@
 // connection, and 1,000 connections between two processes.
 #include <sys/syscall.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "shm_util.hpp"
@@ -306,6 +307,98 @@ TEST_P(TwoProcess, InitiatorKilledMidTransfer) {
         EXPECT_TRUE(wait_state(q, RI_QP_STATE_ERROR, std::chrono::seconds(5)));
     }
     expect_same(before);
+}
+
+// dtest -W -D between two processes: each side RDMA-writes a buffer, polls its CQ until
+// the write completed, then polls the last byte of its own region (never its CQ) for the
+// peer's answer and checks every byte (shm_util.hpp, PpRegion). Above the inline size the
+// target's progress context places the data while that application polls memory, and every
+// byte must be visible once the last one is, on both placement paths (CMA pull, bounce
+// chunks). The latencies are printed, not checked: how soon each application and progress
+// thread gets a CPU dominates them on a busy 2-vCPU machine (ShmParked checks that the
+// initiator reaches a target thread parked this way).
+TEST_P(TwoProcess, MemoryPolledWritePingPong) {
+    const bool cma = GetParam();
+    const std::vector<size_t> sizes{4096, 64 << 10, 1 << 20};
+    constexpr uint32_t kRounds = 300;
+    std::vector<std::string> args{"pingpong", std::to_string(kRounds)};
+    for (size_t l : sizes)
+        args.push_back(std::to_string(l));
+    Child child(args,
+                cma ? std::vector<std::string>{} : std::vector<std::string>{"SOFTRNIC_SHM_CMA=0"});
+    ASSERT_TRUE(child.ok());
+    uint16_t port = read_port(child);
+    ASSERT_NE(port, 0);
+    const size_t max = sizes.back();
+    Buf rx(max), tx(max);
+    Rnic r("parent");
+    ASSERT_TRUE(r.ok());
+    Qp *q = r.new_qp();
+    ASSERT_TRUE(q);
+    Mr *mrx = r.reg(rx, kAllRemote), *mtx = r.reg(tx, kLocalRW);
+    PpRegion mine{rx.va(), mrx->rtag, static_cast<uint32_t>(max)};
+    cm::ConnParams params;
+    params.private_data.assign(reinterpret_cast<uint8_t *>(&mine),
+                               reinterpret_cast<uint8_t *>(&mine) + sizeof mine);
+    Slot<cm::Established> est;
+    cm::Options o;
+    o.transport = cm::Transport::Shm;
+    o.shm_cma = cma;
+    cm::ConnectionManager mgr(
+        [&](cm::Event &e) {
+            if (auto *x = std::get_if<cm::Established>(&e)) est.set(std::move(*x));
+        },
+        o);
+    cm::Address dst = loopback4(port);
+    ASSERT_TRUE(mgr.connect(dst.get(), dst.len, params).ok());
+    auto e = est.wait();
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->shm_cma, cma);
+    ASSERT_EQ(e->private_data.size(), sizeof(PpRegion));
+    PpRegion peer;
+    std::memcpy(&peer, e->private_data.data(), sizeof peer);
+    ASSERT_EQ(to_rts(q, e->llp), RI_RET_SUCCESS);
+    uint64_t stalls0 = shm::stats().stall_doorbells_sent;
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    for (size_t len : sizes) {
+        // Per round: post -> our write's completion (the child's progress thread placed
+        // the data and acknowledged it while the child polled memory), and the round trip.
+        std::vector<double> done_us, rtt_us;
+        size_t bad_rounds = 0, first_bad = SIZE_MAX;
+        for (uint32_t k = 1; k <= kRounds; ++k) {
+            pp_prepare(tx.data(), len, pp_fill(k), pp_last(k));
+            auto t0 = Clock::now();
+            ri_data_seg_t s = sge(tx.data(), static_cast<uint32_t>(len), mtx->ltag);
+            ASSERT_EQ(post_write(q, kSig, k, &s, 1, peer.va, peer.rtag), RI_RET_SUCCESS);
+            ri_rc_wc_t wc{};
+            ASSERT_TRUE(poll_one(r, q->scq, &wc)) << "size " << len << " round " << k;
+            ASSERT_EQ(wc.op_status, RI_WC_STATUS_SUCCESS);
+            done_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+            ASSERT_TRUE(pp_wait_last(rx.data(), len, pp_last(k)))
+                << "no answer: size " << len << " round " << k << "; child said "
+                << child.line(std::chrono::milliseconds(100));
+            rtt_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+            size_t bad = pp_check(rx.data(), len, static_cast<uint8_t>(~pp_fill(k)));
+            if (bad != SIZE_MAX) {
+                if (bad_rounds++ == 0) first_bad = bad;
+            }
+        }
+        EXPECT_EQ(bad_rounds, 0u) << "size " << len << ": rounds whose data was not all there "
+                                  << "when the last byte was; first at offset " << first_bad;
+        double done = median(done_us), rtt = median(rtt_us);
+        uint64_t stalls = shm::stats().stall_doorbells_sent;
+        std::printf(
+            "[ shm      ] memory-polled write ping-pong (%s), %zu bytes: medians: write "
+            "complete %.0f us, round trip %.0f us; we rang a stalled peer %lu times\n",
+            cma ? "CMA" : "no CMA", len, done, rtt, static_cast<unsigned long>(stalls - stalls0));
+        stalls0 = stalls;
+    }
+    EXPECT_EQ(child.line(), "pingpong ok");
+    int st = child.wait_exit(std::chrono::seconds(10));
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cma, TwoProcess, ::testing::Bool(),

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <fstream>
@@ -156,6 +157,76 @@ inline void bring_up(Qp *a, Qp *b, Xport x, cm::Established *info = nullptr) {
     ASSERT_EQ(ra, RI_RET_SUCCESS);
     ASSERT_EQ(rb, RI_RET_SUCCESS);
     if (info) *info = *ce;
+}
+
+// ---------------------------------------------------------------------------------------
+// Memory-polled RDMA Write ping-pong (dtest -W -D style), run by shm_process_test (the
+// initiator of each round) and shm_peer pingpong (the responder).
+//
+// Round k of size L: the initiator fills L-1 bytes with pp_fill(k) and the last byte with
+// pp_last(k), RDMA-writes them (signalled) into the responder's region and polls its CQ
+// until the write completes; the responder polls the last byte of its region (not its CQ),
+// checks every byte, answers with ~pp_fill(k) and pp_last(k) the same way, and the
+// initiator checks its region in turn. Consecutive rounds use different bytes, so data
+// that is not all there when the last byte shows up is seen as the previous round's.
+
+struct PpRegion {
+    uint64_t va;
+    uint32_t rtag;
+    uint32_t len;
+};
+inline uint8_t pp_fill(uint32_t k) {
+    return static_cast<uint8_t>(k * 37 + 11);
+}
+inline uint8_t pp_last(uint32_t k) {
+    return static_cast<uint8_t>(k % 255 + 1);
+}
+
+// The RDMA-target regions are written by this process's progress thread (or by the
+// kernel, with CMA) for a write whose order with this thread's earlier accesses goes
+// through the other process, which ThreadSanitizer cannot follow: under TSan the fills
+// and checks of those buffers are ignored. The data checks themselves prove the order.
+#if defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_ignore_thread_begin();
+extern "C" void __tsan_ignore_thread_end();
+struct CrossProcessAccess {
+    CrossProcessAccess() { __tsan_ignore_thread_begin(); }
+    ~CrossProcessAccess() { __tsan_ignore_thread_end(); }
+    CrossProcessAccess(const CrossProcessAccess &) = delete;
+    CrossProcessAccess &operator=(const CrossProcessAccess &) = delete;
+};
+#else
+struct CrossProcessAccess {};
+#endif
+
+// Polls the last byte of `rx` (length `len`) until it reads `last`, as a memory-polling
+// application does (an acquire load: the transport stores that byte last, with release),
+// never calling into the library. False after `to`.
+// `yield`: offer the CPU now and then (sched_yield), so that the threads placing the data
+// get one on a small, busy machine.
+inline bool pp_wait_last(const uint8_t *rx, size_t len, uint8_t last, bool yield = true,
+                         std::chrono::milliseconds to = kTimeout) {
+    std::atomic_ref<uint8_t> b(const_cast<uint8_t &>(rx[len - 1]));
+    auto end = Clock::now() + to;
+    for (uint32_t spins = 0;; ++spins) {
+        if (b.load(std::memory_order_acquire) == last) return true;
+        if ((spins & 0xFF) != 0) continue;
+        if (Clock::now() > end) return false;
+        if (yield) std::this_thread::yield();
+    }
+}
+// Offset of the first of the `len - 1` bytes before the last that is not `fill`, or
+// SIZE_MAX.
+inline size_t pp_check(const uint8_t *rx, size_t len, uint8_t fill) {
+    [[maybe_unused]] CrossProcessAccess unordered_for_tsan;
+    for (size_t i = 0; i + 1 < len; ++i)
+        if (rx[i] != fill) return i;
+    return SIZE_MAX;
+}
+inline void pp_prepare(uint8_t *tx, size_t len, uint8_t fill, uint8_t last) {
+    [[maybe_unused]] CrossProcessAccess unordered_for_tsan;
+    std::memset(tx, fill, len - 1);
+    tx[len - 1] = last;
 }
 
 // ---------------------------------------------------------------------------------------

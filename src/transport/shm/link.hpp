@@ -49,6 +49,7 @@ struct Counters {
     std::atomic<uint64_t> mapped_bytes{0};
     std::atomic<uint64_t> cma_links{0};
     std::atomic<uint64_t> doorbells{0};
+    std::atomic<uint64_t> stall_doorbells{0};
 };
 Counters &counters();
 

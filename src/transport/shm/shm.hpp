@@ -94,6 +94,9 @@ struct Stats {
     uint64_t mapped_bytes = 0;    // shared memory mapped by them (both segments each)
     uint64_t cma_links = 0;       // of which use CMA
     uint64_t doorbells_sent = 0;  // wake-ups sent to sleeping peers
+    // Of which sent because the peer had left what we gave it unconsumed for a while
+    // (its progress thread parked while its application polled memory, not its CQ).
+    uint64_t stall_doorbells_sent = 0;
 };
 Stats stats();
 

@@ -38,8 +38,16 @@
 // pair with the producer's "publish, then read-and-clear need_wake", both sides using an
 // RMW on need_wake); a producer that finds it set writes one byte to the Unix socket,
 // which that thread watches (a thread-only watch: inline pollers never make a system
-// call for it). While a consumer
-// polls its CQ the thread is parked and nobody is signalled.
+// call for it). While a consumer polls its CQ the thread is parked (not armed: pollers run
+// the rings) and nobody is signalled; a parked thread still listens to the socket. When
+// that application stops polling its CQ and polls memory instead (the last byte of an
+// RDMA-written buffer, as dtest -W and perftest do), entries for it would wait until its
+// park window ended: so a producer whose entries the peer has left unconsumed for
+// kPeerStallNs rings once anyway (peer_stalled(); the producer typically polls its CQ for
+// the very operation that waits there).
+//
+// Inbound RDMA Write data is placed so that its last byte is stored last, with release
+// order, on every path (inline, CMA, bounce chunks): applications poll that byte.
 //
 // Peer death: the Unix socket reports EOF/HUP when the peer process dies (even SIGKILL)
 // or its channel is destroyed: outstanding operations are flushed (Disconnected) and the
@@ -50,6 +58,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include <algorithm>
 #include <array>
@@ -88,6 +97,16 @@ constexpr size_t kCtlCap = 64;
 constexpr size_t kCtlRoomForReq = 16;  // the req ring is consumed only with this much room
 constexpr uint32_t kNoChunk = ~0u;
 constexpr size_t kCmaStage = L::kBounceChunks * L::kBounceChunk;
+// How long entries we gave the peer may sit unconsumed before we ring its doorbell anyway
+// (Core::peer_stalled). A peer that polls consumes within microseconds; one whose thread
+// sleeps armed was rung at once.
+constexpr int64_t kPeerStallNs = 30'000;
+
+int64_t now_ns() {
+    timespec ts;
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
 
 // ThreadSanitizer cannot see that two mappings of one segment (both ends in one process)
 // are the same memory: every release/acquire on a segment also releases/acquires a key
@@ -163,6 +182,17 @@ class Producer {
         sync_release(key_);
         store_release(h->stamp, prod_ + 1);
         prod_ += k;
+        // For the progress context's stall check (Core::peer_stalled): a count, no data
+        // is read through it, so relaxed.
+        published_.store(prod_, std::memory_order_relaxed);
+    }
+    // Slots published so far (Pad entries included, as in the consumer's index); readable
+    // from any thread.
+    uint64_t published() const { return published_.load(std::memory_order_relaxed); }
+    // The consumer's index, for the same check (untrusted: the peer writes it); relaxed for
+    // the same reason.
+    uint64_t consumed() const {
+        return std::atomic_ref<uint64_t>(*cons_).load(std::memory_order_relaxed);
     }
     // True when the last failed reserve() would now fit (readable from any thread).
     bool space_returned() const {
@@ -182,6 +212,7 @@ class Producer {
     uint64_t prod_ = 0;
     uint64_t cons_cache_ = 0;
     std::atomic<uint64_t> blocked_cons_{0};
+    std::atomic<uint64_t> published_{0};
 };
 
 // Consumer side of a ring in our own segment. Progress context only.
@@ -421,6 +452,8 @@ class Core final : public ProgressSource {
         pe_.wake(token_);
     }
     void notify_peer();
+    bool peer_stalled();
+    void ring_stalled_peer();
 
     // tx
     bool emit_request(const OpRec &r, bool &broken);
@@ -496,6 +529,11 @@ class Core final : public ProgressSource {
     bool told_closed_ = false;
     bool socket_done_ = false;
     bool req_stalled_ = false;  // the req ring head waits for room in the resp ring
+    // The peer's consumer indices as last read, and since when they have not moved while
+    // entries of ours were waiting (0: not timing); peer_stalled().
+    uint64_t seen_req_cons_ = 0, seen_resp_cons_ = 0;
+    int64_t stall_since_ns_ = 0;
+    bool stall_rung_ = false;
 };
 
 // ----------------------------------------------------------------------------- tx side
@@ -513,6 +551,44 @@ void Core::notify_peer() {
     // Non-blocking: a full socket buffer means a wake-up is already pending there.
     [[maybe_unused]] ssize_t r = ::send(link_->sock, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
     counters().doorbells.fetch_add(1, std::memory_order_relaxed);
+}
+
+// True when entries we published into the peer's rings have waited kPeerStallNs with the
+// peer consuming none of them, once per such stall. The peer's progress thread parks while
+// its application polls its CQ (the pollers run the rings) and is not armed then, so we do
+// not ring; if that application went on to poll memory instead (dtest -W and perftest poll
+// the last byte of an RDMA-written buffer after their own write completed), nobody would
+// run the peer's rings until its park window ended. A parked thread still listens to the
+// doorbell. We are typically polling our CQ for the very operation that waits there.
+// Progress context only; cheap (two relaxed loads) while nothing of ours is outstanding.
+bool Core::peer_stalled() {
+    uint64_t req = req_tx_.published(), resp = resp_tx_.published();
+    if (req <= seen_req_cons_ && resp <= seen_resp_cons_) {
+        stall_since_ns_ = 0;
+        return false;
+    }
+    if (socket_done_ || peer_gone_.load(std::memory_order_acquire)) return false;
+    uint64_t req_cons = req_tx_.consumed(), resp_cons = resp_tx_.consumed();
+    int64_t now = now_ns();
+    if (req_cons != seen_req_cons_ || resp_cons != seen_resp_cons_ || stall_since_ns_ == 0) {
+        // The peer moved, or we only now started waiting on it: time from here.
+        seen_req_cons_ = req_cons;
+        seen_resp_cons_ = resp_cons;
+        stall_since_ns_ = now;
+        stall_rung_ = false;
+        return false;
+    }
+    if (stall_rung_ || now - stall_since_ns_ < kPeerStallNs) return false;
+    stall_rung_ = true;
+    return true;
+}
+
+void Core::ring_stalled_peer() {
+    char b = 0;
+    // Non-blocking: a full socket buffer means a wake-up is already pending there.
+    [[maybe_unused]] ssize_t r = ::send(link_->sock, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    counters().doorbells.fetch_add(1, std::memory_order_relaxed);
+    counters().stall_doorbells.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool Core::emit_request(const OpRec &r, bool &broken) {
@@ -981,6 +1057,7 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
             std::array<void *, L::kMaxIov> refs{};
             size_t nlocal = 0;
             bool staged = false;
+            std::byte last{};
             if (send) {
                 std::array<IoSpan, L::kMaxIov> spans;
                 RxStatus st = ep_->rx_recv_map(t.recv, 0, t.length, spans, refs, nlocal);
@@ -993,8 +1070,12 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
                 for (size_t i = 0; i < nlocal; ++i)
                     local[i] = {spans[i].ptr, static_cast<size_t>(spans[i].len)};
             } else {
-                local[0] = {t.mem.ptr, static_cast<size_t>(t.length)};
-                nlocal = 1;
+                // The last byte goes to `last` and is stored by us after the rest: the
+                // kernel's copy (rep movsb) does not store in address order, and an
+                // application polling the buffer's final byte (dtest -W) would otherwise
+                // see it before some of the bytes ahead of it.
+                if (t.length > 1) local[nlocal++] = {t.mem.ptr, static_cast<size_t>(t.length - 1)};
+                local[nlocal++] = {&last, 1};
             }
             bool ok = true;
             if (!link_->peer_pidfd.alive()) {
@@ -1003,6 +1084,13 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
                 ssize_t got =
                     ::process_vm_readv(link_->peer_pid, local.data(), nlocal, iov.data(), niov, 0);
                 ok = got == static_cast<ssize_t>(t.length);
+                // Release: whoever reads this byte (acquire) sees every byte before it. The
+                // kernel stored them for this thread before the call returned (on x86 with
+                // string stores, which are ordered before a later separate store: Intel SDM
+                // 8.2.4.2).
+                if (ok && !send)
+                    std::atomic_ref<std::byte>(t.mem.ptr[t.length - 1])
+                        .store(last, std::memory_order_release);
             } else {
                 // The endpoint cannot map its receive buffer: stage through our bounce
                 // area (two copies) and place.
@@ -1037,8 +1125,9 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
                     off += n;
                 }
             }
-            for (size_t i = 0; i < nlocal; ++i)
-                ep_->rx_tagged_release(refs[i]);
+            if (send)
+                for (size_t i = 0; i < nlocal; ++i)
+                    ep_->rx_tagged_release(refs[i]);
             if (!ok) {
                 release_target();
                 cma_failed();
@@ -1327,6 +1416,7 @@ bool Core::quick_check(uint32_t events) const {
 
 void Core::progress(uint32_t events) {
     if (!attached_.load(std::memory_order_acquire)) return;
+    if (peer_stalled()) ring_stalled_peer();
     // Inline pollers call this on every empty CQ poll: a few loads when idle.
     if (!quick_check(events)) return;
     work_.store(false, std::memory_order_release);

@@ -33,7 +33,8 @@ Stats stats() {
     return {c.live_links.load(std::memory_order_relaxed),
             c.mapped_bytes.load(std::memory_order_relaxed),
             c.cma_links.load(std::memory_order_relaxed),
-            c.doorbells.load(std::memory_order_relaxed)};
+            c.doorbells.load(std::memory_order_relaxed),
+            c.stall_doorbells.load(std::memory_order_relaxed)};
 }
 
 Mode mode_from_env() {
