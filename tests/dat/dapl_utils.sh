@@ -70,12 +70,7 @@ pair dtest_uni 300 dtest "-s $P -u -B 200" "$H $P -u -B 200" "PASSED"
 pair dtest_pingpong_check 300 dtest "-s $P -W -D -a -b 16384" "$H $P -W -D -a -b 16384" "PASSED"
 pair dtest_pingpong_poll 300 dtest "-s $P -W -a -p -t -b 4096" "$H $P -W -a -p -t -b 4096" "PASSED"
 pair dtest_cno 120 dtest "-s $P -c" "$H $P -c" "PASSED"
-# dtestsrq is known to fail intermittently on main (server: "disconnect_eps:
-# DAT_INVALID_HANDLE" over tcp, a hang after accepting over shm; README "Missing"): it
-# runs only with SOFTRNIC_DAPL_SRQ=1 until that is fixed.
-if [ "${SOFTRNIC_DAPL_SRQ:-0}" = 1 ]; then
-    pair dtestsrq 120 dtestsrq "-s $P -b 4096 -c 10 -B 10 -t 5" "$H $P -b 4096 -c 10 -B 10 -t 5" "Test Complete"
-fi
+pair dtestsrq 120 dtestsrq "-s $P -b 4096 -c 10 -B 10 -t 5" "$H $P -b 4096 -c 10 -B 10 -t 5" "Test Complete"
 pair dtestcm 600 dtestcm "-s $P -c $conns" "$H $P -c $conns" "Connections:"
 
 # dapltest: one server, several client runs, then the quit command.

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -1570,6 +1571,53 @@ TEST_F(DaplProvider, HardHighWatermarkBreaksConnection_L5838_L6397) {
     DAT_EVENT e{};
     while (async_event(srv, e, 300 * 1000))
         EXPECT_NE(e.event_data.asynch_error_event_data.reason, DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT);
+}
+
+// Every SRQ EP whose connection ends posts EP_BROKEN on the async EVD; dtestsrq ends 10 of
+// them at once and waits for each, with an async queue of 8. None may be lost to overflow.
+TEST_F(DaplProvider, SrqEpEndsAreNotLostWhenMoreEndThanTheAsyncQueueHolds_L2067) {
+    DAT_EVD_PARAM ap{};
+    ASSERT_EQ(dat_evd_query(srv.async, DAT_EVD_FIELD_ALL, &ap), DAT_SUCCESS);
+    const int n = int(ap.evd_qlen) + 4;
+    DAT_SRQ_ATTR sa{64, 1, 0};
+    DAT_SRQ_HANDLE srq{};
+    ASSERT_EQ(dat_srq_create(srv.ia, srv.pz, &sa, &srq), DAT_SUCCESS);
+    DAT_EP_ATTR a = small_attr();
+    std::vector<DAT_EP_HANDLE> seps, ceps;
+    for (int i = 0; i < n; ++i) {
+        DAT_EP_HANDLE sep{};
+        ASSERT_EQ(dat_ep_create_with_srq(srv.ia, srv.pz, srv.rcv, srv.req, srv.conn, srq, &a, &sep),
+                  DAT_SUCCESS);
+        seps.push_back(sep);
+        ceps.push_back(cli.ep());
+        connect(ceps.back(), sep);
+    }
+    DAT_EVD_PARAM grown{};
+    ASSERT_EQ(dat_evd_query(srv.async, DAT_EVD_FIELD_ALL, &grown), DAT_SUCCESS);
+    EXPECT_GE(grown.evd_qlen, ap.evd_qlen + n);  // one slot held per SRQ EP
+    for (DAT_EP_HANDLE c : ceps)
+        ASSERT_EQ(dat_ep_disconnect(c, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+    // All n connections end before the server looks at its async EVD.
+    for (int i = 0; i < n; ++i) {
+        DAT_EVENT e = wait_event(srv.conn);
+        EXPECT_TRUE(e.event_number == DAT_CONNECTION_EVENT_DISCONNECTED ||
+                    e.event_number == DAT_CONNECTION_EVENT_BROKEN);
+    }
+    std::set<DAT_HANDLE> ended;
+    DAT_EVENT e{};
+    while (async_event(srv, e, 300 * 1000)) {
+        EXPECT_EQ(e.event_number, DAT_ASYNC_ERROR_EP_BROKEN);
+        ended.insert(e.event_data.asynch_error_event_data.dat_handle);
+    }
+    EXPECT_EQ(ended.size(), size_t(n));
+    for (DAT_EP_HANDLE s : seps) {
+        EXPECT_TRUE(ended.count(s));
+        EXPECT_EQ(dat_ep_free(s), DAT_SUCCESS);
+    }
+    // Freed EPs give their slots back.
+    ASSERT_EQ(dat_evd_query(srv.async, DAT_EVD_FIELD_ALL, &grown), DAT_SUCCESS);
+    EXPECT_EQ(grown.evd_qlen, ap.evd_qlen);
+    EXPECT_EQ(dat_srq_free(srq), DAT_SUCCESS);
 }
 
 // ---------------------------------------------------------------------------- provider EPs

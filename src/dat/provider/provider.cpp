@@ -344,7 +344,7 @@ bool push_event(Evd *evd, const DAT_EVENT &ev, bool drain_first) {
     {
         std::lock_guard lk(evd->mu);
         if (drain_first) pull_cq_locked(evd, &broken);
-        if (DAT_COUNT(evd->q.size()) >= evd->qlen) {
+        if (DAT_COUNT(evd->q.size()) >= capacity(evd)) {
             ok = false;
         } else {
             DAT_EVENT e = ev;
@@ -1280,7 +1280,7 @@ DAT_RETURN evd_query(DAT_EVD_HANDLE h, DAT_EVD_PARAM_MASK mask, DAT_EVD_PARAM *p
     if (!p) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     std::lock_guard lk(evd->mu);
     p->ia_handle = evd->ia;
-    p->evd_qlen = evd->qlen;
+    p->evd_qlen = capacity(evd);
     p->evd_state = static_cast<DAT_EVD_STATE>(
         (evd->enabled ? DAT_EVD_STATE_ENABLED : DAT_EVD_STATE_DISABLED) |
         (evd->waitable ? DAT_EVD_STATE_WAITABLE : DAT_EVD_STATE_UNWAITABLE));

@@ -80,8 +80,18 @@ struct Evd : Obj {
     uint64_t wake_seq = 0;            // bumped by CQ notifications
     std::atomic<int> users{0};        // EPs, SPs attached
     std::atomic<int> unsignalled{0};  // EPs with UNSIGNALLED request completions
+    // Async EVD only: one slot held for each live SRQ EP on the IA, so that the EP_BROKEN
+    // every such EP posts when its connection ends (srq_ep_ended) is never lost to an
+    // overflow, however many end at once (dtestsrq: 10 EPs, an async queue of 8).
+    std::atomic<int> reserved{0};
     using Obj::Obj;
 };
+
+// Events an EVD holds: what the consumer asked for plus the async slots held for SRQ EPs
+// (the async EVD is "at least" the length asked for, L2067). Caller holds evd->mu.
+inline DAT_COUNT capacity(const Evd *evd) {
+    return evd->qlen + evd->reserved.load(std::memory_order_relaxed);
+}
 
 struct Pz : Obj {
     ri_pd_handle_t pd = nullptr;
