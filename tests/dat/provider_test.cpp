@@ -498,6 +498,59 @@ TEST_F(DaplProvider, C20_CnoNotTriggeredByWaitedOrDisabledEvd_L2767_L3524) {
     EXPECT_EQ(dat_evd_dequeue(evd, &e), DAT_SUCCESS);  // a disabled EVD still queues
 }
 
+// Completions trigger the CNO of the EVD they land on, not only software events; a
+// consumer that takes one event per wake-up (dtest -c) is woken for each (L2767, L3129).
+TEST_F(DaplProvider, CnoTriggeredByEveryCompletion_L2767_L3129) {
+    DAT_CNO_HANDLE cno{};
+    ASSERT_EQ(dat_cno_create(srv.ia, DAT_OS_WAIT_PROXY_AGENT_NULL, &cno), DAT_SUCCESS);
+    DAT_EVD_HANDLE rcv{};
+    ASSERT_EQ(dat_evd_create(srv.ia, 16, cno, DAT_EVD_DTO_FLAG, &rcv), DAT_SUCCESS);
+    DAT_EP_HANDLE sep{};
+    ASSERT_EQ(dat_ep_create(srv.ia, srv.pz, rcv, srv.req, srv.conn, nullptr, &sep), DAT_SUCCESS);
+    Buf *rb = srv.buf(8 * 64);
+    for (int i = 0; i < 8; ++i) {
+        DAT_LMR_TRIPLET t = rb->iov(size_t(i) * 64, 64);
+        ASSERT_EQ(dat_ep_post_recv(sep, 1, &t, cookie(uint64_t(i)), DAT_COMPLETION_DEFAULT_FLAG),
+                  DAT_SUCCESS);
+    }
+    DAT_EP_HANDLE cep = cli.ep();
+    connect(cep, sep);
+    Buf *sb = cli.buf(64);
+    DAT_LMR_TRIPLET s = sb->iov();
+    auto one_per_wakeup = [&](int first, int n) {
+        for (int i = 0; i < n; ++i) {
+            DAT_EVD_HANDLE got{};
+            ASSERT_EQ(dat_cno_wait(cno, 5 * 1000 * 1000, &got), DAT_SUCCESS) << "message " << i;
+            EXPECT_EQ(got, rcv);
+            DAT_EVENT e{};
+            ASSERT_EQ(dat_evd_dequeue(rcv, &e), DAT_SUCCESS);
+            EXPECT_EQ(e.event_data.dto_completion_event_data.user_cookie.as_64,
+                      uint64_t(first + i));
+        }
+    };
+    // One at a time: each completion triggers.
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(dat_ep_post_send(cep, 1, &s, cookie(1), DAT_COMPLETION_DEFAULT_FLAG),
+                  DAT_SUCCESS);
+        one_per_wakeup(i, 1);
+    }
+    // A burst that lands before anyone looks: still one wake-up per event taken.
+    for (int i = 0; i < 5; ++i)
+        ASSERT_EQ(dat_ep_post_send(cep, 1, &s, cookie(1), DAT_COMPLETION_DEFAULT_FLAG),
+                  DAT_SUCCESS);
+    for (int i = 0; i < 5; ++i)
+        wait_event(cli.req);
+    one_per_wakeup(3, 5);
+    // Nothing left: the CNO times out.
+    DAT_EVD_HANDLE got{};
+    EXPECT_EQ(T(dat_cno_wait(cno, 200 * 1000, &got)), DAT_QUEUE_EMPTY);
+    ASSERT_EQ(dat_ep_disconnect(cep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+    wait_event(srv.conn);
+    ASSERT_EQ(dat_ep_free(sep), DAT_SUCCESS);
+    ASSERT_EQ(dat_evd_free(rcv), DAT_SUCCESS);
+    EXPECT_EQ(dat_cno_free(cno), DAT_SUCCESS);
+}
+
 // ---------------------------------------------------------------------------- PSP / EP
 
 TEST_F(DaplProvider, C21_SecondPspOnSameQualIsInUse_L3951) {

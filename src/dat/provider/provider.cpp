@@ -248,6 +248,7 @@ DAT_DTO_COMPLETION_STATUS map_status(ri_wc_status_t s) {
 }
 
 void cno_trigger(Cno *c, Evd *evd);
+void cno_arm_locked(Evd *evd);
 void ep_break(Ep *ep, DAT_EVENT_NUMBER num, bool flush);
 void ep_watermark_reached(Ep *ep);
 Ep *make_provider_ep(Ia *ia, Sp *sp, Cr *cr);
@@ -535,6 +536,15 @@ void ep_break(Ep *ep, DAT_EVENT_NUMBER num, bool flush) {
 
 // ------------------------------------------------------------------------------ RNIC upcalls
 
+// CQ notifications are one-shot. An enabled EVD attached to a CNO keeps its CQ armed so
+// that every completion can trigger the CNO (L2767), not only those that arrive while a
+// thread blocks in dat_evd_wait. Caller holds evd->mu.
+void cno_arm_locked(Evd *evd) {
+    if (!evd->cq || !evd->cno || !evd->enabled) return;
+    ri_err_data_t e = 0;
+    ri_cq_req_notification(evd->ia->rnic, evd->cq, RI_CMPLT_NOTIFY_ANY, &e);
+}
+
 void on_cq(ri_os_data_t, ri_os_data_t cq_os) {
     auto *evd = static_cast<Evd *>(cq_os);
     if (!handles().valid(evd, DAT_HANDLE_TYPE_EVD)) return;
@@ -543,6 +553,10 @@ void on_cq(ri_os_data_t, ri_os_data_t cq_os) {
         std::lock_guard lk(evd->mu);
         ++evd->wake_seq;
         evd->cv.notify_all();
+        // Re-armed before the trigger: a completion that lands after this notification
+        // either notifies again or is already in the CQ when the woken consumer dequeues
+        // (and evd_dequeue re-triggers for what it leaves behind).
+        cno_arm_locked(evd);
         if (!evd->waiter && evd->enabled) cno = evd->cno;
     }
     if (cno) cno_trigger(cno, evd);
@@ -1248,7 +1262,11 @@ Evd *make_evd(Ia *ia, DAT_COUNT qlen, DAT_EVD_FLAGS flags, Cno *cno, DAT_RETURN 
         }
         evd->cq_size = ca.num_cqe;
     }
-    if (cno) cno->evds.fetch_add(1, std::memory_order_relaxed);
+    if (cno) {
+        cno->evds.fetch_add(1, std::memory_order_relaxed);
+        std::lock_guard lk(evd->mu);
+        cno_arm_locked(evd);
+    }
     add_child(ia, evd);
     return evd;
 }
@@ -1301,6 +1319,7 @@ DAT_RETURN evd_modify_cno(DAT_EVD_HANDLE h, DAT_CNO_HANDLE cnoh) {
     if (evd->cno) evd->cno->evds.fetch_sub(1, std::memory_order_relaxed);
     evd->cno = cno;
     if (cno) cno->evds.fetch_add(1, std::memory_order_relaxed);
+    cno_arm_locked(evd);
     return DAT_SUCCESS;
 }
 
@@ -1309,6 +1328,7 @@ DAT_RETURN evd_set_enabled(DAT_EVD_HANDLE h, bool on) {
     if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
     std::lock_guard lk(evd->mu);
     evd->enabled = on;
+    cno_arm_locked(evd);
     return DAT_SUCCESS;
 }
 DAT_RETURN evd_enable(DAT_EVD_HANDLE h) {
@@ -1410,6 +1430,7 @@ DAT_RETURN evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event) {
     if (!event) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     std::vector<Ep *> broken;
     DAT_RETURN ret = DAT_SUCCESS;
+    Cno *cno = nullptr;
     {
         std::lock_guard lk(evd->mu);
         if (evd->waiter) return err(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_WAITER);
@@ -1421,8 +1442,12 @@ DAT_RETURN evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event) {
         } else {
             *event = evd->q.front();
             evd->q.pop_front();
+            // Several completions can arrive under one trigger; a CNO consumer that takes
+            // one event per wake-up (dtest -c) must be woken again for the rest.
+            if (!evd->q.empty() && evd->enabled) cno = evd->cno;
         }
     }
+    if (cno) cno_trigger(cno, evd);
     break_all(broken);
     return ret;
 }
