@@ -26,6 +26,8 @@ constexpr int kParkRecheckMs = 1;
 // Initial-exec: the library is linked by programs (and by the DAT provider, itself loaded
 // early), and the default dynamic model costs a __tls_get_addr call per kick.
 [[gnu::tls_model("initial-exec")]] thread_local ProgressSource *tls_current = nullptr;
+// True while the calling thread is inside poll_inline() (an application polling its CQ).
+[[gnu::tls_model("initial-exec")]] thread_local bool tls_inline_poll = false;
 
 uint64_t pack(uint32_t gen, uint32_t slot) {
     return (uint64_t{gen} << 32) | slot;
@@ -365,8 +367,14 @@ bool ProgressEngine::inline_polls_since(uint64_t &seen) const {
     return true;
 }
 
+bool ProgressEngine::inline_poll_context() {
+    return tls_inline_poll;
+}
+
 bool ProgressEngine::poll_inline() {
     if (!active()) return false;
+    const bool outer = tls_inline_poll;
+    tls_inline_poll = true;
     // Not a clock read: on this kind of VM clock_gettime was a third of an empty poll.
     // Pollers on several threads may lose each other's increments; any change will do.
     inline_epoch_.store(inline_epoch_.load(std::memory_order_relaxed) + 1,
@@ -401,6 +409,7 @@ bool ProgressEngine::poll_inline() {
         run_wanted();
         did = true;
     }
+    tls_inline_poll = outer;
     return did;
 }
 

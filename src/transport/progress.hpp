@@ -89,6 +89,9 @@ class ProgressEngine {
 
     // The source whose progress() the calling thread is inside, or nullptr.
     static ProgressSource *current();
+    // True when the calling thread runs progress() from poll_inline(): an application
+    // polling its CQ, which calls again within microseconds (unlike the progress thread).
+    static bool inline_poll_context();
 
   private:
     struct Slot {

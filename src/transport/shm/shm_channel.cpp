@@ -533,6 +533,7 @@ class Core final : public ProgressSource {
     // entries of ours were waiting (0: not timing); peer_stalled().
     uint64_t seen_req_cons_ = 0, seen_resp_cons_ = 0;
     int64_t stall_since_ns_ = 0;
+    uint32_t stall_calls_ = 0;  // progress calls since the wait began (clock read every 16th)
     bool stall_rung_ = false;
 };
 
@@ -561,24 +562,37 @@ void Core::notify_peer() {
 // run the peer's rings until its park window ended. A parked thread still listens to the
 // doorbell. We are typically polling our CQ for the very operation that waits there.
 // Progress context only; cheap (two relaxed loads) while nothing of ours is outstanding.
+// Inline pollers call it on every empty CQ poll, and in a ping-pong our last entry is
+// outstanding during every one of them: there the clock is read on every 16th call only
+// (it was a quarter of the shm 8 B ping-pong's cycles), so a peer that consumes within 15
+// polls costs no clock read at all. The progress thread reads it on every call.
 bool Core::peer_stalled() {
     uint64_t req = req_tx_.published(), resp = resp_tx_.published();
     if (req <= seen_req_cons_ && resp <= seen_resp_cons_) {
         stall_since_ns_ = 0;
+        stall_calls_ = 0;
         return false;
     }
     if (socket_done_ || peer_gone_.load(std::memory_order_acquire)) return false;
     uint64_t req_cons = req_tx_.consumed(), resp_cons = resp_tx_.consumed();
-    int64_t now = now_ns();
-    if (req_cons != seen_req_cons_ || resp_cons != seen_resp_cons_ || stall_since_ns_ == 0) {
-        // The peer moved, or we only now started waiting on it: time from here.
+    if (req_cons != seen_req_cons_ || resp_cons != seen_resp_cons_) {
+        // The peer moved: a new wait, if any, starts here.
         seen_req_cons_ = req_cons;
         seen_resp_cons_ = resp_cons;
-        stall_since_ns_ = now;
+        stall_since_ns_ = 0;
+        stall_calls_ = 0;
         stall_rung_ = false;
         return false;
     }
-    if (stall_rung_ || now - stall_since_ns_ < kPeerStallNs) return false;
+    if (stall_rung_) return false;
+    // Inline pollers come back within microseconds; the progress thread may not.
+    if (ProgressEngine::inline_poll_context() && (++stall_calls_ & 15) != 0) return false;
+    int64_t now = now_ns();
+    if (stall_since_ns_ == 0) {
+        stall_since_ns_ = now;
+        return false;
+    }
+    if (now - stall_since_ns_ < kPeerStallNs) return false;
     stall_rung_ = true;
     return true;
 }
@@ -1459,11 +1473,14 @@ void Core::progress(uint32_t events) {
     }
     consumed |= req_rx_.commit();
     consumed |= resp_rx_.commit();
-    {
+    // The locks only when there is something queued behind them: a poller that consumed
+    // one inline send takes none (no locks on the poll path). A record or control entry
+    // queued after these loads is flushed by whoever queued it (submit, push_ctl).
+    if (unsent_.load(std::memory_order_acquire) != 0) {
         std::lock_guard lk(mu_);
         flush_unsent_locked();
     }
-    {
+    if (ctl_pending_.load(std::memory_order_acquire) != 0) {
         std::lock_guard lk(ctl_mu_);
         consumed |= flush_ctl_locked();
     }
