@@ -104,7 +104,22 @@ dapl_case dapltest_P_rw -T P $S $D -i 2000 -p 16 RW 65536
 dapl_case dapltest_P_rr -T P $S $D -i 2000 -p 16 RR 4096
 dapl_case dapltest_P_rw_lat -T P $S $D -i 2000 -p 1 RW 8
 timeout 30 dapltest -T Q $S $D > "$out/dapltest.quit.log" 2>&1
+qrc=$?
 wait $dsrv
+src=$?
+# The server side of every run above, and the quit command: a server that hit an error
+# (its clients may still have finished) or did not exit when told to fails here.
+if [ $qrc = 0 ] && [ $src = 0 ] && grep -q "Exiting" "$out/dapltest.server.log" &&
+    grep -q "End of Work" "$out/dapltest.quit.log" &&
+    ! grep -Eqi "test error|failed|DAT_INVALID|DAT_INSUFF|DAT_ABORT" \
+        "$out/dapltest.server.log" "$out/dapltest.quit.log"; then
+    echo "PASS dapltest_server"
+    passes=$((passes + 1))
+else
+    echo "FAIL dapltest_server (quit rc=$qrc, server rc=$src; logs in $out)"
+    tail -n 8 "$out/dapltest.server.log" "$out/dapltest.quit.log" | sed 's/^/    /'
+    failures=$((failures + 1))
+fi
 dapl_case dapltest_L -T L $D -w 8 -m 50 limit_ia limit_pz limit_evd limit_ep limit_lmr limit_rpost
 
 # The numbers the brief asks for.
