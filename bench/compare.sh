@@ -5,11 +5,14 @@
 # thread wrecks a busy-poll measurement), and in reverse order every other round:
 #   softrnic bench --transport tcp       8 B send ping-pong, 1 MiB RDMA write stream, and the
 #                                        raw TCP ping-pong / stream it measures itself
-#   softrnic bench --transport shm       same rows; "n/a" until the shm transport exists
+#   softrnic bench --transport shm       same rows, and the 1 MiB RDMA read stream
 #   softrnic bench --transport loopback  1 MiB RDMA write (in-process) and its memcpy
 #   fi_pingpong -p tcp -d lo / -p shm    libfabric 8 B ping-pong (Debian libfabric-bin)
 #   ucx_perftest tag_lat, put_bw         UCX over posix shared memory and tcp on lo
 #                                        (Debian ucx-utils)
+#   fi_stream -p shm -o write / read     libfabric shm 1 MiB RMA write / read stream, 64 in
+#                                        flight, into malloc'd memory (bench/fi_stream.cpp,
+#                                        built here against Debian libfabric-dev)
 #   raw_ref shm-pingpong / memcpy / cma  raw shared-memory flag ping-pong, raw 1 MiB memcpy,
 #                                        raw 1 MiB process_vm_writev into another process
 # then prints the medians over rounds and every softrnic figure as a ratio against each
@@ -18,13 +21,13 @@
 # usage: bench/compare.sh [--rounds N] [--time S] [--build-dir DIR] [--no-install]
 #                         [--keep FILE]
 #   --rounds N      rounds (default 5)
-#   --time S        seconds per softrnic measurement (default 0.2)
-#   --build-dir D   where softrnic and raw_ref are built (default build/release; built with
-#                   the release preset when missing)
+#   --time S        seconds per softrnic and fi_stream measurement (default 0.2)
+#   --build-dir D   where softrnic, raw_ref and fi_stream are built (default build/release;
+#                   built with the release preset when missing)
 #   --no-install    do not apt-get install missing peers (their rows print n/a)
 #   --keep FILE     keep the raw per-round results ("round key value" lines)
-# Peers come from Debian packages (libfabric-bin, ucx-utils; jq to read softrnic's JSON),
-# installed with apt-get when missing; nothing is vendored.
+# Peers come from Debian packages (libfabric-bin, ucx-utils, libfabric-dev for fi_stream; jq
+# to read softrnic's JSON), installed with apt-get when missing; nothing is vendored.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -40,7 +43,7 @@ while [ $# -gt 0 ]; do
     --build-dir) build=$(cd "$2" && pwd); shift 2 ;;
     --no-install) install=0; shift ;;
     --keep) keep=$2; shift 2 ;;
-    -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -56,10 +59,15 @@ if [ ! -x "$softrnic" ] || [ ! -x "$raw_ref" ]; then
         cmake --build --preset release -j "$(nproc)" --target softrnic_cli raw_ref >/dev/null)
 fi
 
+fi_stream="$build/bench/fi_stream"
+# libfabric's headers (Debian libfabric-dev): CMake builds fi_stream only where they are.
+have_fi_dev() { [ -e /usr/include/rdma/fabric.h ] || pkg-config --exists libfabric 2>/dev/null; }
+
 need=()
 command -v jq >/dev/null || need+=(jq)
 command -v fi_pingpong >/dev/null || need+=(libfabric-bin)
 command -v ucx_perftest >/dev/null || need+=(ucx-utils)
+[ -x "$fi_stream" ] || have_fi_dev || need+=(libfabric-dev)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$install" = 1 ] && [ "$(id -u)" = 0 ]; then
         log "installing ${need[*]}"
@@ -72,6 +80,15 @@ if [ ${#need[@]} -gt 0 ]; then
     fi
 fi
 have() { command -v "$1" >/dev/null; }
+# Reconfigure first: the build tree may predate libfabric-dev, and CMake only adds the
+# fi_stream target when it finds libfabric.
+# Without libfabric-dev the missing-package message above already says so.
+if [ ! -x "$fi_stream" ] && have_fi_dev; then
+    log "building fi_stream"
+    (cmake -S "$root" -B "$build" >/dev/null &&
+        cmake --build "$build" -j "$(nproc)" --target fi_stream >/dev/null 2>&1) || true
+    [ -x "$fi_stream" ] || log "could not build fi_stream: the libfabric shm bandwidth rows print n/a"
+fi
 if ! have jq; then
     log "jq is required to read softrnic's JSON output"
     exit 1
@@ -133,10 +150,11 @@ step_softrnic_tcp() {
 
 step_softrnic_shm() {
     local o="$tmp/shm.json"
-    if softrnic_json "$o" --transport shm --ops send,write --size 8,1048576 --rounds 1 \
+    if softrnic_json "$o" --transport shm --ops send,write,read --size 8,1048576 --rounds 1 \
         --time "$secs"; then
         rec "$1" srn_shm_lat "$(jq '.results[] | select(.op=="send" and .size==8) | .lat_p50_us' "$o")"
         rec "$1" srn_shm_bw "$(jq '.results[] | select(.op=="write" and .size==1048576) | .bw_gbps' "$o")"
+        rec "$1" srn_shm_bw_read "$(jq '.results[] | select(.op=="read" and .size==1048576) | .bw_gbps' "$o")"
     elif [ "$1" = 1 ]; then
         log "softrnic --transport shm: $(tail -1 "$o.err") -> n/a"
     fi
@@ -199,6 +217,23 @@ step_ucx_lat_shm() { ucx "$1" ucx_shm_lat lat "UCX_TLS=posix,self" -t tag_lat -s
 step_ucx_bw_tcp() { ucx "$1" ucx_tcp_bw bw "UCX_NET_DEVICES=lo" -t put_bw -x tcp -d lo -D zcopy -s 1048576 -n 500 -w 50; }
 step_ucx_bw_shm() { ucx "$1" ucx_shm_bw bw "" -t put_bw -x posix -d memory -D bcopy -s 1048576 -n 3000 -w 100; }
 
+# fi_stream: libfabric RMA into another process's malloc'd buffer, 64 operations in flight;
+# its one line ends in GBps=X (1e9). The target progresses its endpoint between sleeps of
+# up to 1 ms (shm's initiator does the copy; the target only drains a 1024-entry command
+# queue), so, like softrnic's passive server in its write/read streams, it leaves the
+# second vCPU alone.
+fi_bw() { # fi_bw ROUND KEY write|read
+    [ -x "$fi_stream" ] || return 0
+    local v
+    v=$(timeout 120 "$fi_stream" -p shm -o "$3" -S 1048576 -w 64 -t "$secs" \
+        --target-wait sleep 2>"$tmp/fi_stream.err" | sed -n 's/.* GBps=\([0-9.]*\).*/\1/p') ||
+        true
+    [ -n "$v" ] || log "round $1: fi_stream -o $3 failed: $(tail -1 "$tmp/fi_stream.err")"
+    rec "$1" "$2" "$v"
+}
+step_fi_shm_bw_write() { fi_bw "$1" fi_shm_bw_write write; }
+step_fi_shm_bw_read() { fi_bw "$1" fi_shm_bw_read read; }
+
 step_raw_shm() {
     rec "$1" raw_shm_lat "$("$raw_ref" shm-pingpong --iters 100000 --trials 5 | jq .lat_p50_us)"
 }
@@ -210,7 +245,8 @@ step_raw_cma() {
 }
 
 steps=(step_softrnic_tcp step_fi_tcp step_ucx_lat_tcp step_ucx_bw_tcp
-    step_softrnic_shm step_fi_shm step_ucx_lat_shm step_ucx_bw_shm step_raw_shm
+    step_softrnic_shm step_fi_shm step_ucx_lat_shm step_ucx_bw_shm step_fi_shm_bw_write
+    step_fi_shm_bw_read step_raw_shm
     step_softrnic_loopback step_raw_memcpy step_raw_cma)
 
 # ------------------------------------------------------------------------------- run
@@ -269,6 +305,7 @@ declare -A name=(
     [ucx_shm_lat]="ucx_perftest tag_lat, posix (p50)"
     [srn_tcp_bw]="softrnic tcp, RDMA write stream"
     [srn_shm_bw]="softrnic shm, RDMA write stream"
+    [srn_shm_bw_read]="softrnic shm, RDMA read stream"
     [srn_loop_bw]="softrnic loopback, RDMA write"
     [raw_tcp_bw]="raw TCP stream"
     [ucx_tcp_bw]="ucx_perftest put_bw, tcp/lo zcopy (UCT)"
@@ -276,6 +313,8 @@ declare -A name=(
     [raw_cma_bw]="raw process_vm_writev (raw_ref)"
     [srn_loop_memcpy]="memcpy in the loopback run"
     [ucx_shm_bw]="ucx_perftest put_bw, posix bcopy (UCT)"
+    [fi_shm_bw_write]="fi_stream -p shm, RMA write, 64 in flight"
+    [fi_shm_bw_read]="fi_stream -p shm, RMA read, 64 in flight"
 )
 
 echo "softrnic vs peers: $rounds rounds, interleaved (order reversed every other round);"
@@ -291,7 +330,8 @@ for k in srn_tcp_lat raw_tcp_lat fi_tcp_lat ucx_tcp_lat srn_shm_lat raw_shm_lat 
 done
 echo
 printf '%-44s %s\n' "1 MiB bandwidth, GB/s (1e9)" "median [min-max]"
-for k in srn_tcp_bw raw_tcp_bw ucx_tcp_bw srn_shm_bw raw_cma_bw srn_loop_bw raw_memcpy_bw srn_loop_memcpy ucx_shm_bw; do
+for k in srn_tcp_bw raw_tcp_bw ucx_tcp_bw srn_shm_bw fi_shm_bw_write srn_shm_bw_read fi_shm_bw_read \
+    raw_cma_bw srn_loop_bw raw_memcpy_bw srn_loop_memcpy ucx_shm_bw; do
     printf '  %-42s %s\n' "${name[$k]}" "$(fmt "$(stats $k)")"
 done
 echo
@@ -300,6 +340,7 @@ pairs=(
     "srn_tcp_lat raw_tcp_lat" "srn_tcp_lat fi_tcp_lat" "srn_tcp_lat ucx_tcp_lat"
     "srn_shm_lat raw_shm_lat" "srn_shm_lat fi_shm_lat" "srn_shm_lat ucx_shm_lat"
     "srn_tcp_bw raw_tcp_bw" "srn_tcp_bw ucx_tcp_bw"
+    "srn_shm_bw fi_shm_bw_write" "srn_shm_bw_read fi_shm_bw_read"
     "srn_shm_bw raw_cma_bw" "srn_shm_bw raw_memcpy_bw" "srn_shm_bw ucx_shm_bw"
     "srn_loop_bw raw_memcpy_bw" "srn_loop_bw srn_loop_memcpy"
 )
@@ -309,4 +350,5 @@ for p in "${pairs[@]}"; do
 done
 echo
 echo "targets: softrnic tcp 8 B / raw TCP ping-pong <= 1.3; softrnic tcp 1 MiB write / raw TCP"
-echo "stream >= 0.85. fi_pingpong reports a mean (usec/xfer), the others a p50."
+echo "stream >= 0.85; softrnic shm 1 MiB write and read / fi_stream -p shm write and read >= 1.0."
+echo "fi_pingpong reports a mean (usec/xfer), the others a p50."
