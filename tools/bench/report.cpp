@@ -70,7 +70,7 @@ uint64_t Row::bw_iters() const {
 }
 
 void print_table(const Report &r) {
-    std::printf("softrnic bench: %s, %s\n", r.describe.c_str(), r.where.c_str());
+    std::printf("%s: %s, %s\n", r.tool.c_str(), r.describe.c_str(), r.where.c_str());
     std::printf("%u round%s%s; %s", r.rounds, r.rounds == 1 ? "" : "s",
                 r.rounds > 1 ? " (medians over rounds)" : "", r.sizing.c_str());
     if (r.window) std::printf("; bandwidth window %u operations", r.window);
@@ -126,7 +126,7 @@ void print_table(const Report &r) {
 }
 
 void print_json(const Report &r) {
-    std::printf("{\"tool\":\"softrnic bench\",\"version\":2,\"transport\":\"%s\",",
+    std::printf("{\"tool\":\"%s\",\"version\":2,\"transport\":\"%s\",", json_escape(r.tool).c_str(),
                 json_escape(r.transport).c_str());
     std::printf("\"describe\":\"%s\",\"where\":\"%s\",\"rounds\":%u,\"window\":%u,",
                 json_escape(r.describe).c_str(), json_escape(r.where).c_str(), r.rounds, r.window);

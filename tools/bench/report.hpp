@@ -59,6 +59,8 @@ struct Report {
     std::vector<std::string> notes;
     std::vector<std::string> warnings;  // also in JSON ("warnings")
     double foreign_cpus = -1;           // CPUs other processes kept busy (-1: not measured)
+    // JSON "tool" and the table's title: bench/dat_bench.cpp reports through here too.
+    std::string tool = "softrnic bench";
 };
 
 void print_table(const Report &r);

@@ -10,7 +10,9 @@
 // and handle values are not reused immediately (uDAPL L2202 asks providers to delay reuse).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -28,11 +30,28 @@ class HandleTable {
         live_[h] = kind;
     }
     // True when `h` is live and of `kind` (kind < 0: any kind).
+    //
+    // Every data-path call validates its handle, so the common case avoids the lock: each
+    // thread remembers the last few handles it found live, tagged with the table's epoch,
+    // which every removal advances. A remembered answer is used only while the epoch is
+    // unchanged, i.e. while no handle has been removed since: a handle freed by a call
+    // that happened before this one is never taken as live (the acquire load sees the
+    // new epoch). A removal racing with this call may still be missed, exactly as with the
+    // locked lookup, where it can land between the lookup and the use; the quarantine
+    // covers that window either way.
     bool valid(const void *h, int kind) const {
         if (h == nullptr) return false;
+        const uint64_t epoch = epoch_.load(std::memory_order_acquire);
+        Remembered &mem = remembered();
+        for (const Remembered::Entry &e : mem.entries)
+            if (e.handle == h && e.table == id_ && e.epoch == epoch)
+                return kind < 0 || e.kind == kind;
         std::shared_lock lk(mu_);
         auto it = live_.find(const_cast<void *>(h));
-        return it != live_.end() && (kind < 0 || it->second == kind);
+        if (it == live_.end()) return false;
+        // The epoch read under the lock: no removal can be between it and the lookup.
+        mem.put(h, id_, it->second, epoch_.load(std::memory_order_relaxed));
+        return kind < 0 || it->second == kind;
     }
     std::size_t live_count() const {
         std::shared_lock lk(mu_);
@@ -47,12 +66,14 @@ class HandleTable {
     void remove(void *h) {
         std::unique_lock lk(mu_);
         live_.erase(h);
+        epoch_.fetch_add(1, std::memory_order_release);
     }
     // Unregisters `h` and parks it; the oldest parked object is destroyed with `del`
     // once the quarantine is full.
     void retire(void *h, Deleter del) {
         std::unique_lock lk(mu_);
         live_.erase(h);
+        epoch_.fetch_add(1, std::memory_order_release);
         parked_.emplace_back(h, std::move(del));
         if (parked_.size() > kQuarantine) {
             auto old = std::move(parked_.front());
@@ -67,7 +88,35 @@ class HandleTable {
     }
 
   private:
+    // Per thread: the last handles found live (a consumer polls a request and a receive
+    // EVD and posts to an EP or two). Keyed by the table's id too, so that entries of a
+    // destroyed table can never match a new one at the same address.
+    struct Remembered {
+        struct Entry {
+            const void *handle = nullptr;
+            uint64_t table = 0;
+            uint64_t epoch = 0;
+            int kind = -1;
+        };
+        Entry entries[4];
+        unsigned next = 0;
+        void put(const void *h, uint64_t table, int kind, uint64_t epoch) {
+            entries[next] = Entry{h, table, epoch, kind};
+            next = (next + 1) % 4;
+        }
+    };
+    static Remembered &remembered() {
+        static thread_local Remembered r;
+        return r;
+    }
+    static uint64_t next_id() {
+        static std::atomic<uint64_t> ids{0};
+        return ids.fetch_add(1, std::memory_order_relaxed) + 1;
+    }
+
     static constexpr std::size_t kQuarantine = 4096;
+    const uint64_t id_ = next_id();
+    std::atomic<uint64_t> epoch_{0};  // advanced by every removal (remove, retire)
     mutable std::shared_mutex mu_;
     std::unordered_map<void *, int> live_;
     std::deque<std::pair<void *, Deleter>> parked_;
