@@ -678,7 +678,7 @@ INSTANTIATE_TEST_SUITE_P(Transports, LastByte, ::testing::Values(Xport::Shm, Xpo
 // so it is not armed and producers do not ring it), and then the pollers are gone: before,
 // nothing moved the write on until the park window ran out (200 us after the last CQ poll,
 // checked every 1 ms: about 1.1 ms); now the initiator, polling its CQ for that write,
-// rings the stalled peer after 30 us. Without CMA the write takes the target's thread two
+// rings the stalled peer after 5 us. Without CMA the write takes the target's thread two
 // steps (Pull, then the chunks), the second one always finding it parked; with CMA it is
 // one step, which the thread, still waking up from the message that made it park, often
 // runs at once in one process: only the first case is checked (dtest -W over shm and

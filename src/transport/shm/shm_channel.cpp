@@ -98,9 +98,11 @@ constexpr size_t kCtlRoomForReq = 16;  // the req ring is consumed only with thi
 constexpr uint32_t kNoChunk = ~0u;
 constexpr size_t kCmaStage = L::kBounceChunks * L::kBounceChunk;
 // How long entries we gave the peer may sit unconsumed before we ring its doorbell anyway
-// (Core::peer_stalled). A peer that polls consumes within microseconds; one whose thread
-// sleeps armed was rung at once.
-constexpr int64_t kPeerStallNs = 30'000;
+// (Core::peer_stalled). A peer that polls consumes within a microsecond; one whose thread
+// sleeps armed was rung at once. 5 us rather than 30: a dtest -W ping-pong (both sides
+// polling memory, the peer's thread parked) paid this once per trip (8 B one-way 15-60 us
+// at 30 us, 12-19 us at 5 us); a doorbell is one non-blocking send() per stall.
+constexpr int64_t kPeerStallNs = 5'000;
 
 int64_t now_ns() {
     timespec ts;
