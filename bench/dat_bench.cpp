@@ -44,6 +44,7 @@
 #include <dat2/udat.h>
 
 #include "bench/common.hpp"
+#include "bench/foreign_load.hpp"
 #include "bench/net.hpp"
 #include "bench/report.hpp"
 #include "bench/session.hpp"
@@ -815,41 +816,6 @@ int run_server(const DatOptions &d, int fd) {
 }
 
 // ------------------------------------------------------------------------------ client
-
-// CPU time the rest of the machine used meanwhile (twoproc.cpp's ForeignLoad): busy time in
-// /proc/stat minus this process and its reaped children (the server).
-class ForeignLoad {
-  public:
-    ForeignLoad() : busy0_(machine_busy()), own0_(own_cpu()), t0_(Clock::now()) {}
-    double cpus() const {
-        double wall = seconds_since(t0_);
-        if (wall <= 0 || busy0_ < 0) return 0;
-        double other = (machine_busy() - busy0_) - (own_cpu() - own0_);
-        return std::max(0.0, other / wall);
-    }
-
-  private:
-    static double machine_busy() {
-        FILE *f = std::fopen("/proc/stat", "r");
-        if (!f) return -1;
-        unsigned long long user = 0, nice = 0, sys = 0;
-        int n = std::fscanf(f, "cpu %llu %llu %llu", &user, &nice, &sys);
-        std::fclose(f);
-        long hz = ::sysconf(_SC_CLK_TCK);
-        if (n != 3 || hz <= 0) return -1;
-        return static_cast<double>(user + nice + sys) / static_cast<double>(hz);
-    }
-    static double own_cpu() {
-        auto secs = [](const timeval &t) { return double(t.tv_sec) + double(t.tv_usec) * 1e-6; };
-        rusage self{}, kids{};
-        ::getrusage(RUSAGE_SELF, &self);
-        ::getrusage(RUSAGE_CHILDREN, &kids);
-        return secs(self.ru_utime) + secs(self.ru_stime) + secs(kids.ru_utime) +
-               secs(kids.ru_stime);
-    }
-    double busy0_, own0_;
-    Clock::time_point t0_;
-};
 
 // The forked server process. stop() waits for it (it exits once the control connection
 // closes or BYE is answered) and kills it after a grace period.
