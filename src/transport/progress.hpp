@@ -89,6 +89,11 @@ class ProgressEngine {
 
     // The source whose progress() the calling thread is inside, or nullptr.
     static ProgressSource *current();
+    // A source found work in progress() (it ran something, not just looked): keeps the
+    // thread's post-wake-up spin going. Cheap: a relaxed load and store.
+    void note_work() {
+        work_seq_.store(work_seq_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
     // True when the calling thread runs progress() from poll_inline(): an application
     // polling its CQ, which calls again within microseconds (unlike the progress thread).
     static bool inline_poll_context();
@@ -122,6 +127,12 @@ class ProgressEngine {
     void disarm_polled();
     // True (and `seen` updated) when inline polls happened since `seen` was taken.
     bool inline_polls_since(uint64_t &seen) const;
+    // The thread's own pass over the sources (fd sources through epoll_wait(0), memory-
+    // polled ones directly, wanted ones); true when some source reported work.
+    bool serve_from_thread();
+    // After a wake-up: serve_from_thread() until the spin window passes without work or
+    // inline pollers appear (the inline epoch moved from `seen_epoch`).
+    void spin_after_work(uint64_t seen_epoch);
 
     mutable std::mutex mu_;  // registration changes only
     std::array<std::atomic<Slot *>, kChunks> chunks_{};
@@ -140,6 +151,8 @@ class ProgressEngine {
     std::atomic<bool> any_wanted_{false};
     // Bumped by every inline poll; the thread compares it with what it saw last.
     alignas(64) std::atomic<uint64_t> inline_epoch_{0};
+    // Bumped by note_work(); the thread's spin compares it across a pass.
+    alignas(64) std::atomic<uint64_t> work_seq_{0};
     alignas(64) std::atomic<bool> thread_waiting_{
         false};  // thread blocked (epoll or park): wake() must signal
     std::atomic<bool> stop_{false};

@@ -406,3 +406,80 @@ TEST(Progress, SoleDescriptorIsPolledDirectlyElseThroughEpoll) {
 }
 
 }  // namespace
+
+// After a wake-up the thread keeps polling its memory-polled sources for a short window
+// (SOFTRNIC_PROGRESS_SPIN_US, default 20 us) instead of sleeping at once: a passive RDMA
+// target's next request is then served without another wake-up. Without the spin the
+// source runs exactly once per doorbell.
+TEST(ProgressSpin, ThreadKeepsPollingAfterAWakeUp) {
+    ProgressEngine pe;
+    EventFd efd;
+    CountingSource src(&efd);
+    auto t = pe.add(&src, true);
+    ASSERT_TRUE(pe.watch(t, efd.fd, EPOLLIN, true));
+    std::this_thread::sleep_for(20ms);  // the thread armed the source and sleeps
+    int before = src.calls();
+    efd.signal();
+    ASSERT_TRUE(eventually([&] { return src.readable() >= 1; }));
+    std::this_thread::sleep_for(20ms);  // the window (and any preemption) is over
+    // The wake-up's own call, then at least one spin pass (preemption can only shorten
+    // the count, never to zero passes: the first pass runs before the clock is checked).
+    EXPECT_GE(src.calls() - before, 2);
+    int settled = src.calls();
+    std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(src.calls(), settled) << "the thread kept spinning with no work";
+    pe.unwatch(t);
+    pe.remove(t);
+}
+
+// Work found while spinning (ProgressEngine::note_work) extends the window: the thread
+// keeps serving for as long as the source reports work, then stops.
+class WorkingSource final : public ProgressSource {
+  public:
+    WorkingSource(ProgressEngine &pe, const EventFd &efd) : pe_(pe), efd_(efd) {}
+    void progress(uint32_t events) override {
+        if (events & EPOLLIN) {
+            efd_.drain();
+            until_ = std::chrono::steady_clock::now() + 3ms;
+            woken_.store(true, std::memory_order_release);
+        }
+        auto now = std::chrono::steady_clock::now();
+        if (now < until_) {
+            pe_.note_work();
+            last_work_ = now;
+        }
+        calls_.fetch_add(1, std::memory_order_acq_rel);
+    }
+    bool woken() const { return woken_.load(std::memory_order_acquire); }
+    int calls() const { return calls_.load(std::memory_order_acquire); }
+    std::chrono::steady_clock::time_point first_wake_until() const { return until_; }
+    std::chrono::steady_clock::time_point last_work() const { return last_work_; }
+
+  private:
+    ProgressEngine &pe_;
+    const EventFd &efd_;
+    // Written and read only inside progress() (never run on two threads at once), and
+    // by the test after the thread stopped calling it.
+    std::chrono::steady_clock::time_point until_{}, last_work_{};
+    std::atomic<bool> woken_{false};
+    std::atomic<int> calls_{0};
+};
+
+TEST(ProgressSpin, WorkKeepsTheThreadSpinning) {
+    ProgressEngine pe;
+    EventFd efd;
+    WorkingSource src(pe, efd);
+    auto t = pe.add(&src, true);
+    ASSERT_TRUE(pe.watch(t, efd.fd, EPOLLIN, true));
+    std::this_thread::sleep_for(20ms);
+    efd.signal();
+    ASSERT_TRUE(eventually([&] { return src.woken(); }));
+    std::this_thread::sleep_for(30ms);  // 3 ms of work, then the 20 us window
+    int settled = src.calls();
+    std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(src.calls(), settled) << "the thread kept spinning after the work ended";
+    pe.unwatch(t);
+    pe.remove(t);
+    // It served the source until the work ended (a window of 20 us alone ends long before).
+    EXPECT_GE(src.last_work() + 200us, src.first_wake_until());
+}

@@ -1435,6 +1435,7 @@ void Core::progress(uint32_t events) {
     if (peer_stalled()) ring_stalled_peer();
     // Inline pollers call this on every empty CQ poll: a few loads when idle.
     if (!quick_check(events)) return;
+    pe_.note_work();
     work_.store(false, std::memory_order_release);
     if (events && !socket_done_) {
         // Doorbell bytes, or the end of the peer.
