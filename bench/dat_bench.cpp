@@ -43,6 +43,7 @@
 
 #include <dat2/udat.h>
 
+#include "bench/cli.hpp"
 #include "bench/common.hpp"
 #include "bench/foreign_load.hpp"
 #include "bench/net.hpp"
@@ -847,28 +848,7 @@ class ServerChild {
     ServerChild &operator=(const ServerChild &) = delete;
 
     // True when the server exited with status 0.
-    bool stop(std::chrono::milliseconds grace) {
-        if (pid_ <= 0) return true;
-        auto deadline = Clock::now() + grace;
-        int st = 0;
-        for (;;) {
-            pid_t r = ::waitpid(pid_, &st, WNOHANG);
-            if (r == pid_) break;
-            if (r < 0) {
-                pid_ = -1;
-                return false;
-            }
-            if (Clock::now() >= deadline) {
-                ::kill(pid_, SIGKILL);
-                ::waitpid(pid_, &st, 0);
-                pid_ = -1;
-                return false;
-            }
-            ::usleep(10000);
-        }
-        pid_ = -1;
-        return WIFEXITED(st) && WEXITSTATUS(st) == 0;
-    }
+    bool stop(std::chrono::milliseconds grace) { return reap_child(pid_, grace); }
 
   private:
     pid_t pid_ = -1;
@@ -1097,28 +1077,6 @@ void usage(FILE *out) {
         "DAT_OVERRIDE names the dat.conf; when it is unset, this build tree's provider\n"
         "configuration is used (%s).\n",
         DAT_BENCH_DEFAULT_CONF);
-}
-
-bool parse_u64(const std::string &v, uint64_t &out) {
-    if (v.empty() || v[0] == '-') return false;
-    char *end = nullptr;
-    errno = 0;
-    unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-    if (!end || *end || errno) return false;
-    out = n;
-    return true;
-}
-
-std::vector<std::string> split_list(const std::string &v) {
-    std::vector<std::string> out;
-    size_t p = 0;
-    for (;;) {
-        size_t q = v.find(',', p);
-        out.push_back(v.substr(p, q == std::string::npos ? std::string::npos : q - p));
-        if (q == std::string::npos) break;
-        p = q + 1;
-    }
-    return out;
 }
 
 // Returns -1 when the options are good, else the exit code.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/bench.hpp"
+#include "bench/cli.hpp"
 #include "loopback_session.hpp"
 
 using namespace softrnic::tools;
@@ -76,28 +77,6 @@ void usage(FILE *out) {
         "latency ratio = softrnic 8 B send ping-pong / raw TCP ping-pong (target <= 1.3) and\n"
         "bandwidth ratio = softrnic 1 MiB RDMA write / raw TCP stream (target >= 0.85).\n",
         static_cast<unsigned>(sb::kDefaultPort));
-}
-
-bool parse_u64(const std::string &v, uint64_t &out) {
-    if (v.empty() || v[0] == '-') return false;
-    char *end = nullptr;
-    errno = 0;
-    unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-    if (!end || *end || errno) return false;
-    out = n;
-    return true;
-}
-
-std::vector<std::string> split_list(const std::string &v) {
-    std::vector<std::string> out;
-    size_t p = 0;
-    for (;;) {
-        size_t q = v.find(',', p);
-        out.push_back(v.substr(p, q == std::string::npos ? std::string::npos : q - p));
-        if (q == std::string::npos) break;
-        p = q + 1;
-    }
-    return out;
 }
 
 int bench(const sb::Options &o) {
@@ -212,14 +191,14 @@ int main(int argc, char **argv) {
             if (!sizes_given) o.sizes.clear();
             sizes_given = true;
             std::string v = value();
-            for (const std::string &tok : split_list(v)) {
-                if (!parse_u64(tok, n) || n == 0 || n > (1ull << 30)) return bad(tok);
+            for (const std::string &tok : sb::split_list(v)) {
+                if (!sb::parse_u64(tok, n) || n == 0 || n > (1ull << 30)) return bad(tok);
                 o.sizes.push_back(static_cast<size_t>(n));
             }
         } else if (a == "--ops") {
             o.ops.clear();
             std::string v = value();
-            for (const std::string &tok : split_list(v)) {
+            for (const std::string &tok : sb::split_list(v)) {
                 if (tok == "send")
                     o.ops.push_back(sb::Op::Send);
                 else if (tok == "write")
@@ -231,7 +210,7 @@ int main(int argc, char **argv) {
             }
         } else if (a == "--iters") {
             std::string v = value();
-            if (!parse_u64(v, n) || n == 0) return bad(v);
+            if (!sb::parse_u64(v, n) || n == 0) return bad(v);
             o.iters = n;
         } else if (a == "--time") {
             std::string v = value();
@@ -240,7 +219,7 @@ int main(int argc, char **argv) {
             if (!end || *end || !(o.seconds > 0) || o.seconds > 600) return bad(v);
         } else if (a == "--window") {
             std::string v = value();
-            if (!parse_u64(v, n) || n == 0 || n > 1024) return bad(v);
+            if (!sb::parse_u64(v, n) || n == 0 || n > 1024) return bad(v);
             o.window = static_cast<unsigned>(n);
         } else if (a == "--bw-wait") {
             std::string v = value();
@@ -252,7 +231,7 @@ int main(int argc, char **argv) {
             o.wait.lat_yield = v == "yield";
         } else if (a == "--rounds") {
             std::string v = value();
-            if (!parse_u64(v, n) || n == 0 || n > 1000) return bad(v);
+            if (!sb::parse_u64(v, n) || n == 0 || n > 1000) return bad(v);
             o.rounds = static_cast<unsigned>(n);
         } else if (a == "--transport") {
             o.transport = value();
@@ -268,12 +247,12 @@ int main(int argc, char **argv) {
             o.host = value();
         } else if (a == "--port") {
             std::string v = value();
-            if (!parse_u64(v, n) || n > 65533) return bad(v);
+            if (!sb::parse_u64(v, n) || n > 65533) return bad(v);
             o.port = static_cast<uint16_t>(n);
             o.port_set = true;
         } else if (a == "--ready-fd") {  // internal: the server a plain `bench` spawns
             std::string v = value();
-            if (!parse_u64(v, n) || n > 1u << 20) return bad(v);
+            if (!sb::parse_u64(v, n) || n > 1u << 20) return bad(v);
             o.ready_fd = static_cast<int>(n);
         } else if (a == "--no-ref") {
             o.refs = false;

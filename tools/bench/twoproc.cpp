@@ -30,6 +30,7 @@
 #include <optional>
 
 #include "bench/bench.hpp"
+#include "bench/cli.hpp"
 #include "bench/connector.hpp"
 #include "bench/foreign_load.hpp"
 #include "bench/net.hpp"
@@ -268,26 +269,7 @@ class ServerProcess {
     // Waits for the server to exit (it does once the control connection closes); kills it
     // after `grace`. True when it exited with status 0.
     bool stop(std::chrono::milliseconds grace = std::chrono::seconds(5)) {
-        if (pid_ <= 0) return true;
-        auto deadline = Clock::now() + grace;
-        int st = 0;
-        for (;;) {
-            pid_t r = ::waitpid(pid_, &st, WNOHANG);
-            if (r == pid_) break;
-            if (r < 0) {
-                pid_ = -1;
-                return false;
-            }
-            if (Clock::now() >= deadline) {
-                ::kill(pid_, SIGKILL);
-                ::waitpid(pid_, &st, 0);
-                pid_ = -1;
-                return false;
-            }
-            ::usleep(10000);
-        }
-        pid_ = -1;
-        return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        return reap_child(pid_, grace);
     }
 
   private:
