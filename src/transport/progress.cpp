@@ -21,8 +21,10 @@ constexpr uint32_t kDead = 4;
 
 // How often a parked thread checks whether the pollers stopped (bounds the delay before a
 // source nobody polls any more is served again). The thread stays parked while inline polls
-// happened since its last look.
+// happened since its last look. Tests lengthen it (set_park_recheck_for_testing) so that
+// only a wake-up can end a park, which makes "the peer rang us" observable.
 constexpr int kParkRecheckMs = 1;
+std::atomic<int> g_park_recheck_ms{kParkRecheckMs};
 
 // Initial-exec: the library is linked by programs (and by the DAT provider, itself loaded
 // early), and the default dynamic model costs a __tls_get_addr call per kick.
@@ -396,6 +398,12 @@ bool ProgressEngine::inline_polls_since(uint64_t &seen) const {
     return true;
 }
 
+std::chrono::milliseconds ProgressEngine::set_park_recheck_for_testing(
+    std::chrono::milliseconds every) {
+    return std::chrono::milliseconds(
+        g_park_recheck_ms.exchange(static_cast<int>(every.count()), std::memory_order_relaxed));
+}
+
 bool ProgressEngine::inline_poll_context() {
     return tls_inline_poll;
 }
@@ -489,7 +497,7 @@ void ProgressEngine::thread_main() {
             // Parked: the pollers serve the sources; wake-ups and thread-only descriptors
             // (which the pollers never look at) still reach us.
             pollfd p[2] = {{wake_fd_, POLLIN, 0}, {slow_ep_, POLLIN, 0}};
-            if (::poll(p, 2, kParkRecheckMs) > 0) {
+            if (::poll(p, 2, g_park_recheck_ms.load(std::memory_order_relaxed)) > 0) {
                 if (p[0].revents) drain_eventfd(wake_fd_);
                 if (p[1].revents) {
                     int k = ::epoll_wait(slow_ep_, evs, 64, 0);

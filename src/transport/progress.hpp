@@ -19,6 +19,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -97,6 +98,9 @@ class ProgressEngine {
     // True when the calling thread runs progress() from poll_inline(): an application
     // polling its CQ, which calls again within microseconds (unlike the progress thread).
     static bool inline_poll_context();
+    // Tests only: how often parked threads (of every instance) re-check for pollers, from
+    // their next park on. Returns the previous value.
+    static std::chrono::milliseconds set_park_recheck_for_testing(std::chrono::milliseconds every);
 
   private:
     struct Slot {

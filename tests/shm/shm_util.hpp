@@ -20,12 +20,14 @@
 
 #include "../rnicpi/fixture.hpp"
 #include "cm/connection_manager.hpp"
+#include "transport/progress.hpp"
 #include "transport/shm/shm.hpp"
 
 namespace st {
 
 namespace cm = softrnic::cm;
 namespace shm = softrnic::transport::shm;
+namespace transport = softrnic::transport;
 using namespace rt;
 
 enum class Xport : uint8_t { Loopback, Tcp, Shm, ShmNoCma };
