@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include "../rnicpi/fixture.hpp"
 #include "transport/tcp/tcp_channel.hpp"
@@ -893,6 +894,88 @@ TEST_F(TcpFin, SendsIntoAFullSocketStayFramedAndOrdered) {
         EXPECT_EQ(wc.op_status, RI_WC_STATUS_SUCCESS);
         EXPECT_EQ(wc.id, m) << "send completions out of posting order";
     }
+    ::close(fb);
+}
+
+// A graceful close that the engine ends in Error at once (receives still posted: a bad
+// close, RDMAC Fig. 6; uDAPL's disconnect takes this path) while the peer is slow to read.
+// Every send completed before the close is in our kernel's send buffer, not yet at the
+// peer: the stream must end with those bytes and a FIN. It used to end with a reset, which
+// discarded them (dapltest: the server never got the client's last sync message).
+TEST_F(TcpFin, SendsCompletedBeforeACloseReachAPeerSlowToRead) {
+    a = ra.new_qp();
+    ASSERT_TRUE(a);
+    int fa = -1, fb = -1;
+    ASSERT_TRUE(socket_pair(fa, fb));
+    int small = 4096;
+    ::setsockopt(fa, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+    ::setsockopt(fb, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    tcp::StreamParams p;
+    ASSERT_EQ(to_rts(a, tcp::adopt_socket(fa, p)), RI_RET_SUCCESS);
+
+    Buf &rx = buf(64);
+    Mr *mr = ra.reg(rx, kLocalRW);
+    ri_data_seg_t r = sge(rx.data(), 64, mr->ltag);
+    ASSERT_EQ(post_recv(a, 1000, &r, 1), RI_RET_SUCCESS);
+    constexpr size_t kMsgs = 48, kLen = 1499;
+    Buf &src = buf(kMsgs * kLen);
+    Mr *ms = ra.reg(src, kLocalRW);
+    for (size_t i = 0; i < kMsgs * kLen; ++i)
+        src.data()[i] = static_cast<uint8_t>(i / kLen * 7 + i % 251);
+    for (size_t m = 0; m < kMsgs; ++m) {
+        ri_data_seg_t s = sge(src.data() + m * kLen, kLen, ms->ltag);
+        ASSERT_EQ(post_send(a, RI_WR_TYPE_SEND, kSig, m, &s, 1), RI_RET_SUCCESS) << m;
+    }
+    // The peer reads nothing: what our socket takes completes, the rest stays queued. Wait
+    // until completions stop coming (the socket is full), then close.
+    size_t completed = 0;
+    for (;;) {
+        ri_rc_wc_t wc{};
+        if (!poll_one(ra, a->scq, &wc, std::chrono::milliseconds(200))) break;
+        ASSERT_EQ(wc.op_status, RI_WC_STATUS_SUCCESS);
+        ASSERT_EQ(wc.id, completed);
+        ++completed;
+    }
+    ASSERT_GT(completed, 0u);
+    ASSERT_LT(completed, kMsgs) << "the socket took every send: nothing is left to test";
+    ASSERT_EQ(modify_state(a, RI_QP_STATE_CLOSING), RI_RET_SUCCESS);
+    EXPECT_TRUE(wait_event(ra, RI_EVENT_TYPE_BAD_CLOSE, a->os())) << ra.rec.describe_events();
+    EXPECT_TRUE(wait_state(a, RI_QP_STATE_ERROR));
+
+    // Now the peer reads to the end of the stream.
+    w::FpduDecoder dec({false, 0xFFFF});
+    std::vector<uint8_t> in(1 << 16);
+    size_t got = 0;
+    ssize_t k = 0;
+    int err = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+        pollfd pf{fb, POLLIN, 0};
+        if (::poll(&pf, 1, 100) != 1) continue;
+        k = ::recv(fb, in.data(), in.size(), 0);
+        if (k <= 0) {
+            err = k < 0 ? errno : 0;
+            break;
+        }
+        std::span<const uint8_t> rest(in.data(), static_cast<size_t>(k));
+        while (!rest.empty()) {
+            auto fr = dec.feed(rest);
+            rest = rest.subspan(fr.consumed);
+            ASSERT_NE(fr.state, w::FeedState::Error) << "framing lost after message " << got;
+            if (fr.state != w::FeedState::Segment) continue;
+            w::Segment seg;
+            ASSERT_EQ(w::decode_segment(dec.segment(), seg), w::Status::Ok);
+            ASSERT_EQ(seg.payload.size(), kLen);
+            EXPECT_TRUE(std::equal(seg.payload.begin(), seg.payload.end(), src.data() + got * kLen))
+                << "message " << got << " carries other bytes";
+            ++got;
+        }
+    }
+    EXPECT_EQ(k, 0) << "the stream ended with " << std::strerror(err) << ", not a FIN";
+    // A message whose head FPDU was partly in the socket at the close is finished on the
+    // wire (the framing must stay whole) although its work request was flushed.
+    EXPECT_GE(got, completed) << "sends completed before the close never reached the peer";
+    EXPECT_LE(got, completed + 1);
     ::close(fb);
 }
 

@@ -787,7 +787,16 @@ void Core::close(CloseKind kind) {
     rx_open_.store(false, std::memory_order_release);
     drop_unwritten_locked();
     fail_all_locked({OpOutcome::Disconnected, {}});
-    if (kind == CloseKind::Abortive && !terminate_queued_) {
+    if (kind == CloseKind::Abortive && !terminate_queued_ && tx_ == TxState::Closing) {
+        // A graceful close came first (RTS -> Closing with receives outstanding, which the
+        // engine ends in Error; uDAPL's disconnect does this). Sends whose completions
+        // were reported are in the kernel's send buffer or, for the tail of a partly
+        // written FPDU, in ours: a reset would throw them away while a peer slow to read
+        // has not got them yet, so the consumer would have been told a message went that
+        // never arrives. The close stays graceful: what is queued goes out, then FIN.
+        // Only the work not yet written was dropped (and flushed) above.
+        flush_locked();
+    } else if (kind == CloseKind::Abortive && !terminate_queued_) {
         abort_req_ = true;  // progress closes the fd (it alone reads it)
     } else if (tx_ == TxState::Open) {
         tx_ = TxState::Closing;
