@@ -4,8 +4,13 @@
 // (server and client) in one process, connected over 127.0.0.1 by the shared connection
 // manager. DAT_OVERRIDE points at the provider's generated dat.conf.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -13,6 +18,7 @@
 #include <cstring>
 #include <memory>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -59,8 +65,9 @@ struct Side {
     std::vector<std::unique_ptr<Buf>> bufs;
     std::vector<DAT_EP_HANDLE> eps;
 
-    void open() {
-        ASSERT_EQ(dat_ia_open(const_cast<char *>("softrnic"), 16, &async, &ia), DAT_SUCCESS);
+    // "softrnic" picks the transport itself (shm here); "softrnic-tcp" forces TCP/iWARP.
+    void open(const char *ia_name = "softrnic") {
+        ASSERT_EQ(dat_ia_open(const_cast<char *>(ia_name), 16, &async, &ia), DAT_SUCCESS);
         ASSERT_EQ(dat_pz_create(ia, &pz), DAT_SUCCESS);
         ASSERT_EQ(dat_evd_create(ia, 32, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &conn),
                   DAT_SUCCESS);
@@ -1788,11 +1795,159 @@ TEST_F(DaplProvider, PspProviderEpRejectedGoesBackToProvider_L5496) {
     EXPECT_EQ(wait_event(cli.conn).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
 }
 
+// L6886: an abrupt disconnect flushes the work still outstanding; a send that already
+// completed successfully is not outstanding, and must reach the peer. Over TCP the bytes
+// of the last completed sends can still be in the kernel when the sender disconnects
+// (dapltest's client sends its final sync message and disconnects abruptly at once): the
+// disconnect used to reset the stream, which threw them away, and the dapltest server
+// failed with "Received Sync_Msg-reaping DTO problem". Here the server is another process,
+// stopped (SIGSTOP) while the client sends, so the kernel holds what the client's
+// completions reported as sent; the server is continued after the disconnect.
+constexpr int kAbruptMsgs = 48;
+constexpr size_t kAbruptLen = 512 << 10;
+
+bool read_full(int fd, void *p, size_t n, int timeout_ms) {
+    auto *c = static_cast<uint8_t *>(p);
+    while (n) {
+        pollfd pf{fd, POLLIN, 0};
+        if (::poll(&pf, 1, timeout_ms) != 1) return false;
+        ssize_t r = ::read(fd, c, n);
+        if (r <= 0) return false;
+        c += r;
+        n -= size_t(r);
+    }
+    return true;
+}
+
+// The server process (main() runs it when SOFTRNIC_TEST_ABRUPT_SERVER names a pipe): tells
+// the parent its connection qualifier, accepts, says "E", then counts the receives that
+// complete successfully and writes the count.
+int abrupt_server(int out) {
+    Side srv;
+    srv.open("softrnic-tcp");
+    DAT_PSP_HANDLE psp{};
+    DAT_CONN_QUAL qual = 0;
+    if (dat_psp_create_any(srv.ia, &qual, srv.cr, DAT_PSP_CONSUMER_FLAG, &psp) != DAT_SUCCESS)
+        return 1;
+    DAT_EP_HANDLE sep = srv.ep();
+    Buf *rb = srv.buf(kAbruptMsgs * kAbruptLen);
+    for (int i = 0; i < kAbruptMsgs; ++i) {
+        DAT_LMR_TRIPLET t = rb->iov(size_t(i) * kAbruptLen, kAbruptLen);
+        if (dat_ep_post_recv(sep, 1, &t, cookie(uint64_t(i)), DAT_COMPLETION_DEFAULT_FLAG) !=
+            DAT_SUCCESS)
+            return 1;
+    }
+    if (::write(out, &qual, sizeof qual) != sizeof qual) return 1;
+    DAT_EVENT e = wait_event(srv.cr);
+    if (e.event_number != DAT_CONNECTION_REQUEST_EVENT ||
+        dat_cr_accept(e.event_data.cr_arrival_event_data.cr_handle, sep, 0, nullptr) !=
+            DAT_SUCCESS ||
+        wait_event(srv.conn).event_number != DAT_CONNECTION_EVENT_ESTABLISHED)
+        return 1;
+    if (::write(out, "E", 1) != 1) return 1;
+    int32_t received = 0;
+    for (int i = 0; i < kAbruptMsgs; ++i) {
+        DAT_EVENT r = wait_event(srv.rcv);
+        const auto &d = r.event_data.dto_completion_event_data;
+        if (r.event_number != DAT_DTO_COMPLETION_EVENT || d.status != DAT_DTO_SUCCESS) break;
+        if (d.transfered_length != kAbruptLen) break;
+        const uint8_t *m = rb->v.data() + size_t(i) * kAbruptLen;
+        bool same = true;
+        for (size_t k = 0; k < kAbruptLen && same; k += 4093)
+            same = m[k] == uint8_t((size_t(i) * kAbruptLen + k) / kAbruptLen * 13 +
+                                   (size_t(i) * kAbruptLen + k) % 251);
+        if (!same) break;
+        ++received;
+    }
+    if (::write(out, &received, sizeof received) != sizeof received) return 1;
+    dat_psp_free(psp);
+    srv.close();
+    return 0;
+}
+
+TEST(DaplDisconnect, SendsCompletedBeforeAnAbruptDisconnectReachThePeer_L6886) {
+    int pfd[2];
+    ASSERT_EQ(::pipe2(pfd, O_CLOEXEC), 0);
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        int w = ::dup(pfd[1]);  // without O_CLOEXEC: it survives the exec
+        std::string v = std::to_string(w);
+        ::setenv("SOFTRNIC_TEST_ABRUPT_SERVER", v.c_str(), 1);
+        ::execl("/proc/self/exe", "dat_provider_tests", static_cast<char *>(nullptr));
+        ::_exit(127);
+    }
+    ::close(pfd[1]);
+    struct Reap {
+        pid_t pid;
+        int fd;
+        ~Reap() {
+            ::kill(pid, SIGKILL);  // no-op once it exited; never left stopped
+            ::waitpid(pid, nullptr, 0);
+            ::close(fd);
+        }
+    } reap{child, pfd[0]};
+
+    DAT_CONN_QUAL qual = 0;
+    ASSERT_TRUE(read_full(pfd[0], &qual, sizeof qual, 20000)) << "the server did not start";
+    Side cli;
+    ASSERT_NO_FATAL_FAILURE(cli.open("softrnic-tcp"));
+    DAT_EP_HANDLE cep = cli.ep();
+    // A receive left posted: the client's QP closes through Closing into Error.
+    Buf *crb = cli.buf(64);
+    DAT_LMR_TRIPLET ct = crb->iov();
+    ASSERT_EQ(dat_ep_post_recv(cep, 1, &ct, cookie(999), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    sockaddr_in a = loopback();
+    ASSERT_EQ(dat_ep_connect(cep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&a), qual, kWait, 0, nullptr,
+                             DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+              DAT_SUCCESS);
+    ASSERT_EQ(wait_event(cli.conn).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+    char ready = 0;
+    ASSERT_TRUE(read_full(pfd[0], &ready, 1, 20000) && ready == 'E');
+    ASSERT_EQ(::kill(child, SIGSTOP), 0);
+
+    Buf *sb = cli.buf(kAbruptMsgs * kAbruptLen);
+    for (size_t i = 0; i < sb->v.size(); ++i)
+        sb->v[i] = uint8_t(i / kAbruptLen * 13 + i % 251);
+    for (int i = 0; i < kAbruptMsgs; ++i) {
+        DAT_LMR_TRIPLET t = sb->iov(size_t(i) * kAbruptLen, kAbruptLen);
+        ASSERT_EQ(
+            dat_ep_post_send(cep, 1, &t, cookie(100 + uint64_t(i)), DAT_COMPLETION_DEFAULT_FLAG),
+            DAT_SUCCESS);
+    }
+    // What the kernel takes completes; with the server stopped, the rest cannot.
+    int completed = 0;
+    for (;;) {
+        DAT_EVENT s{};
+        DAT_COUNT n = 0;
+        if (dat_evd_wait(cli.req, 300 * 1000, 1, &s, &n) != DAT_SUCCESS) break;
+        ASSERT_EQ(s.event_number, DAT_DTO_COMPLETION_EVENT);
+        ASSERT_EQ(s.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+        ++completed;
+    }
+    ASSERT_GT(completed, 0);
+    ASSERT_LT(completed, kAbruptMsgs) << "the kernel took every send: nothing left to test";
+    ASSERT_EQ(dat_ep_disconnect(cep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+    EXPECT_EQ(wait_event(cli.conn).event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
+    ASSERT_EQ(::kill(child, SIGCONT), 0);
+
+    int32_t received = -1;
+    ASSERT_TRUE(read_full(pfd[0], &received, sizeof received, 30000)) << "no count from the server";
+    EXPECT_GE(received, completed) << "sends completed before the abrupt disconnect were lost";
+    cli.close();
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
     // The registry reads DAT_OVERRIDE on its first call: point it at the provider's conf.
     if (!std::getenv("DAT_OVERRIDE")) setenv("DAT_OVERRIDE", DAPL_SOFTRNIC_CONF, 1);
+    // The server process of DaplDisconnect.SendsCompletedBeforeAnAbruptDisconnect...
+    if (const char *fd = std::getenv("SOFTRNIC_TEST_ABRUPT_SERVER")) {
+        int out = std::atoi(fd);
+        ::unsetenv("SOFTRNIC_TEST_ABRUPT_SERVER");
+        return abrupt_server(out);
+    }
     ::testing::InitGoogleTest(&argc, argv);
     return RUN_ALL_TESTS();
 }
