@@ -25,6 +25,8 @@
 #include <dat2/dat_registry.h>
 #include <dat2/udat.h>
 
+#include "alloc_counter.hpp"
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -791,6 +793,53 @@ TEST_F(DaplProvider, C32_PostStateRules_L7139_L7152_L7334) {
 }
 
 // ---------------------------------------------------------------------------- data
+
+// The post/poll path allocates nothing (README's fast-path rule): send/recv round trips
+// through dat_ep_post_send/recv and dat_evd_dequeue, after a warm-up, with every heap
+// allocation of the process counted. The EVD queue was a std::deque, which allocated and
+// freed a block every few events.
+TEST_F(DaplProvider, FastPathAllocatesNothing) {
+    DAT_EP_HANDLE cep = cli.ep();
+    DAT_EP_HANDLE sep = srv.ep();
+    Buf *cb = cli.buf(64), *sbuf = srv.buf(64);
+    DAT_LMR_TRIPLET ct = cb->iov(), st = sbuf->iov();
+    ASSERT_EQ(dat_ep_post_recv(sep, 1, &st, cookie(1), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    ASSERT_EQ(dat_ep_post_recv(cep, 1, &ct, cookie(2), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    connect(cep, sep);
+    auto take = [](DAT_EVD_HANDLE evd) {
+        DAT_EVENT e;
+        auto end = std::chrono::steady_clock::now() + 10s;
+        while (dat_evd_dequeue(evd, &e) != DAT_SUCCESS)
+            if (std::chrono::steady_clock::now() > end) return false;
+        return e.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS;
+    };
+    // One round trip: client sends, server receives and answers, client receives.
+    auto round = [&] {
+        DAT_LMR_TRIPLET c8 = cb->iov(0, 8), s8 = sbuf->iov(0, 8);
+        return dat_ep_post_send(cep, 1, &c8, cookie(3), DAT_COMPLETION_DEFAULT_FLAG) ==
+                   DAT_SUCCESS &&
+               take(srv.rcv) &&
+               dat_ep_post_recv(sep, 1, &st, cookie(1), DAT_COMPLETION_DEFAULT_FLAG) ==
+                   DAT_SUCCESS &&
+               dat_ep_post_send(sep, 1, &s8, cookie(4), DAT_COMPLETION_DEFAULT_FLAG) ==
+                   DAT_SUCCESS &&
+               take(cli.rcv) &&
+               dat_ep_post_recv(cep, 1, &ct, cookie(2), DAT_COMPLETION_DEFAULT_FLAG) ==
+                   DAT_SUCCESS &&
+               take(cli.req) && take(srv.req);
+    };
+    for (int i = 0; i < 200; ++i)
+        ASSERT_TRUE(round()) << "warm-up round " << i;
+    alloc_counter::count.store(0, std::memory_order_relaxed);
+    alloc_counter::counting.store(true, std::memory_order_relaxed);
+    bool ok = true;
+    for (int i = 0; i < 1000 && ok; ++i)
+        ok = round();
+    alloc_counter::counting.store(false, std::memory_order_relaxed);
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(alloc_counter::count.load(std::memory_order_relaxed), 0u)
+        << "heap allocations in 1000 send/recv round trips";
+}
 
 TEST_F(DaplProvider, C33_SendRecvCompletionFields_L7062_L1197) {
     DAT_EP_HANDLE cep = cli.ep();

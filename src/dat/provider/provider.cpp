@@ -1245,6 +1245,7 @@ constexpr DAT_EVD_FLAGS kAllEvdFlags = static_cast<DAT_EVD_FLAGS>(
 Evd *make_evd(Ia *ia, DAT_COUNT qlen, DAT_EVD_FLAGS flags, Cno *cno, DAT_RETURN &ret) {
     auto *evd = new Evd(ia->provider, DAT_HANDLE_TYPE_EVD, ia);
     evd->qlen = qlen;
+    evd->q.reserve(size_t(qlen));
     evd->flags = flags;
     evd->cno = cno;
     if (flags & (DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG)) {
@@ -1503,6 +1504,7 @@ DAT_RETURN evd_resize(DAT_EVD_HANDLE h, DAT_COUNT qlen) {
         } else {
             evd->qlen = qlen;
         }
+        evd->q.reserve(size_t(evd->qlen));
     }
     break_all(broken);
     return ret;

@@ -64,10 +64,47 @@ struct Cno : Obj {
     using Obj::Obj;
 };
 
+// The events an EVD holds, oldest first: a ring sized when the EVD is created or resized
+// that grows only when full (an async EVD's SRQ slots), so taking and adding events
+// allocates nothing. A std::deque allocated and freed a block every few events, on every
+// dat_evd_dequeue path. Caller holds the EVD's mutex.
+class EventRing {
+  public:
+    void reserve(size_t n) {
+        if (n > buf_.size()) regrow(n);
+    }
+    size_t size() const { return count_; }
+    bool empty() const { return count_ == 0; }
+    const DAT_EVENT &front() const { return buf_[head_]; }
+    void pop_front() {
+        head_ = head_ + 1 == buf_.size() ? 0 : head_ + 1;
+        --count_;
+    }
+    void push_back(const DAT_EVENT &e) {
+        if (count_ == buf_.size()) regrow(buf_.empty() ? 8 : buf_.size() * 2);
+        size_t tail = head_ + count_;
+        if (tail >= buf_.size()) tail -= buf_.size();
+        buf_[tail] = e;
+        ++count_;
+    }
+
+  private:
+    void regrow(size_t n) {
+        std::vector<DAT_EVENT> grown(n);
+        for (size_t i = 0; i < count_; ++i)
+            grown[i] = buf_[(head_ + i) % buf_.size()];
+        buf_.swap(grown);
+        head_ = 0;
+    }
+    std::vector<DAT_EVENT> buf_;
+    size_t head_ = 0;
+    size_t count_ = 0;
+};
+
 struct Evd : Obj {
     std::mutex mu;
     std::condition_variable cv;
-    std::deque<DAT_EVENT> q;
+    EventRing q;
     DAT_COUNT qlen = 0;
     DAT_EVD_FLAGS flags{};
     ri_cq_handle_t cq = nullptr;

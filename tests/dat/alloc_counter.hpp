@@ -1,0 +1,12 @@
+// Counts the process's heap allocations (operator new) while a test asks: the global
+// replacement in alloc_counter.cpp also serves the libraries the test loads (the
+// provider), so a test can check that a path allocates nothing.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace alloc_counter {
+extern std::atomic<bool> counting;
+extern std::atomic<uint64_t> count;
+}  // namespace alloc_counter
