@@ -1514,6 +1514,10 @@ void Core::stream_end(CloseKind kind) {
 }
 
 void Core::report_ready() {
+    // Nothing was queued for a report (every queued record counts in unreported_ before it
+    // is visible in ops_): skip the endpoint gate and the lock, which every progress pass
+    // with work used to pay.
+    if (unreported_.load(std::memory_order_acquire) == 0) return;
     for (;;) {
         if (!enter_ep()) return;
         OpResult r;
