@@ -178,6 +178,12 @@ struct Cr;
 
 struct Ep : Obj {
     std::mutex mu;
+    // Serialises the RNICPI calls on this EP's QP (create, modify, query, destroy) and
+    // guards `qp` against their concurrent use: the provider opens RNICPI's
+    // consumer-serialised view, so serialising calls on a critical object is ours to do
+    // (RNICPI L1316-1363). Innermost: nothing else is locked while it is held. Posts do not
+    // take it (the engine lets a send poster and a receive poster run at once).
+    std::mutex qp_mu;
     DAT_EP_STATE state = DAT_EP_STATE_UNCONFIGURED_UNCONNECTED;
     Pz *pz = nullptr;
     Evd *recv = nullptr, *req = nullptr, *conn = nullptr;
