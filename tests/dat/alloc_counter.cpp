@@ -11,6 +11,7 @@ std::atomic<bool> counting{false};
 std::atomic<uint64_t> count{0};
 }  // namespace alloc_counter
 
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 void *operator new(std::size_t n) {
     if (alloc_counter::counting.load(std::memory_order_relaxed))
         alloc_counter::count.fetch_add(1, std::memory_order_relaxed);
@@ -32,3 +33,4 @@ void operator delete(void *p, std::size_t) noexcept {
 void operator delete[](void *p, std::size_t) noexcept {
     std::free(p);
 }
+#endif
