@@ -60,6 +60,20 @@ const char *to_string(CmStatus s) {
 
 namespace {
 
+// Hand-over keys are process-wide: a deferred message is sent only to the stream it was
+// made for, even when its descriptor was closed and reused by another manager meanwhile.
+uint64_t next_handover_key() {
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+void send_handover(ri_llp_stream_handle_t llp, LlpTransport t, uint64_t key) {
+    if (t == LlpTransport::Shm)
+        shm::send_deferred_hello(llp, key);
+    else
+        tcp::send_preamble(llp, key);
+}
+
 // Owns one descriptor; closes it unless released.
 class Fd {
   public:
@@ -314,7 +328,9 @@ struct ConnectionManager::Impl {
         c.result = r;
         c.peer_pd.assign(peer_pd.begin(), peer_pd.end());
         c.hs = std::make_unique<shm::Handshake>();
-        if (!c.hs->start(c.fd.get(), opts.shm_cma)) {
+        // The responder's hello is its last handshake message: deferred like the TCP
+        // Reply (Established::handover_key), it follows the initiator's.
+        if (!c.hs->start(c.fd.get(), opts.shm_cma, /*defer_hello=*/!c.initiator)) {
             fail(c, w::Status::Ok, errno);
             return;
         }
@@ -343,7 +359,8 @@ struct ConnectionManager::Impl {
         e.peer = c.peer;
         e.transport = LlpTransport::Shm;
         e.shm_cma = c.hs->cma();
-        e.llp = c.hs->adopt(c.fd.get());
+        if (!c.initiator) e.handover_key = next_handover_key();
+        e.llp = c.hs->adopt(c.fd.get(), e.handover_key);
         if (e.llp < 0) {
             fail(c, w::Status::Ok, EBADF);
             return;
@@ -353,8 +370,11 @@ struct ConnectionManager::Impl {
         conns.erase(c.id);
     }
 
-    // Hands the socket to the TCP transport and reports Established.
-    void establish(Conn &c, const w::MpaResult &r, std::span<const uint8_t> peer_pd) {
+    // Hands the socket to the TCP transport and reports Established. `preamble`: the
+    // responder's Reply, deferred (Established::handover_key): the claiming channel or
+    // the event thread, once the handler returned, sends it.
+    void establish(Conn &c, const w::MpaResult &r, std::span<const uint8_t> peer_pd,
+                   std::span<const uint8_t> preamble = {}) {
         if (c.shm) {
             start_hello(c, r, peer_pd);
             return;
@@ -365,6 +385,10 @@ struct ConnectionManager::Impl {
         e.initiator = c.initiator;
         e.private_data.assign(peer_pd.begin(), peer_pd.end());
         e.params = stream_params_of(r, c.params, c.initiator);
+        if (!preamble.empty()) {
+            e.params.preamble.assign(preamble.begin(), preamble.end());
+            e.params.preamble_key = e.handover_key = next_handover_key();
+        }
         e.peer = c.peer;
         e.llp = tcp::adopt_socket(c.fd.get(), e.params);
         if (e.llp < 0) {
@@ -813,12 +837,20 @@ void ConnectionManager::run() {
         }
         // Outside the lock so the handler can call accept()/reject()/connect().
         for (Event &e : batch) {
+            // The handler may move the event's fields: keep what the hand-over needs.
+            const auto *est = std::get_if<Established>(&e);
+            const uint64_t key = est ? est->handover_key : 0;
+            const ri_llp_stream_handle_t llp = est ? est->llp : -1;
+            const LlpTransport xport = est ? est->transport : LlpTransport::Tcp;
             // A throwing handler must not take the event thread (and the process) down;
             // the event counts as delivered (an Established socket is the consumer's).
             try {
                 m.handler(e);
             } catch (...) {
             }
+            // The consumer has handled Established: let the initiator see the connection
+            // (a no-op when a QP claimed the stream in the handler; it sent the message).
+            if (key != 0) send_handover(llp, xport, key);
         }
         batch.clear();
     }
@@ -994,8 +1026,19 @@ CmStatus ConnectionManager::accept(ConnId id, const ConnParams &params) {
     c.out_len = n;
     c.out_off = 0;
     c.state = Impl::State::SendReply;
-    bool gone = false;
-    if (impl_->flush(c, gone)) impl_->reply_sent(c);
+    if (!c.shm && !(c.result.p2p && c.result.rtr == w::Rtr::Read)) {
+        // TCP: the Reply is the responder's last handshake message; it is deferred
+        // (Established::handover_key) so that the initiator cannot see the connection, use
+        // it or close it before the responder's consumer has handled Established. Without
+        // this, dtestcm's server, which counts ESTABLISHED events before DISCONNECTED ones,
+        // got a fast client's first DISCONNECTED ahead of its last ESTABLISHED.
+        impl_->establish(c, c.result, c.parser.frame().private_data, {c.out.data(), n});
+    } else {
+        // A Read RTR must be read here before the stream is handed over (the Reply goes
+        // now, and Established follows the RTR); shm defers its hello instead.
+        bool gone = false;
+        if (impl_->flush(c, gone)) impl_->reply_sent(c);
+    }
     impl_->poke();  // deliver Established (or Failed) from the event thread
     return CmStatus::Ok;
 }

@@ -18,10 +18,11 @@
 //     the responder answers IRD = min(request ORD, its IRD), ORD = min(request IRD, its ORD).
 //   - Peer-to-peer mode (RFC 6581) by default: the initiator asks for P2P offering the
 //     zero-length RDMA Write RTR, sends it right after reading the Reply, and only then
-//     reports Established; the responder reports Established once its Reply is out, and its
-//     TCP channel consumes the RTR and holds every send until it arrived, so the QP never
-//     sends before the initiator's first FPDU (RFC 5044 7.1.2). As responder, a Read RTR
-//     (offered alone by some peers) is consumed by the manager, which answers it with the
+//     reports Established; the responder reports Established before its Reply is out (see
+//     Established::handover_key: the Reply follows the consumer's claim or the handler's
+//     return), and its TCP channel consumes the RTR and holds every send until it arrived,
+//     so the QP never sends before the initiator's first FPDU (RFC 5044 7.1.2). As responder, a
+//     Read RTR (offered alone by some peers) is consumed by the manager, which answers it with the
 //     zero-length Read Response before Established; a Send RTR is never chosen (like siw).
 //     ConnParams::p2p false asks for plain MPA v2. Frame readers consume exactly their frame
 //     (MSG_PEEK, then drop what the parser took) so an early FPDU stays in the socket for the
@@ -134,6 +135,13 @@ struct Established {
     Address peer;
     LlpTransport transport = LlpTransport::Tcp;
     bool shm_cma = false;  // shm: bulk data moves by cross-memory attach (else bounce copy)
+    // Responder: the last handshake message (the MPA Reply over TCP, the shm hello) has
+    // not been sent yet. It goes out when a QP claims the stream or, at the latest, when
+    // the handler returns from this event, so the initiator learns of the connection only
+    // after the responder's consumer has: claim the stream inside the handler and nothing
+    // of the connection (the initiator's first message, its close) can reach the QP before
+    // the consumer has seen Established. Internal to the manager; consumers ignore it.
+    uint64_t handover_key = 0;
 };
 
 // Closes an Established handle that no QP claimed, whatever its transport. False when it

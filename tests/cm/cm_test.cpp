@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -360,6 +361,65 @@ TEST_P(CmTest, HundredConcurrent) {
     std::printf("[ cm       ] %d concurrent MPA set-ups (%s): %.2f ms\n", got,
                 family() == AF_INET ? "IPv4" : "IPv6", ms);
     EXPECT_EQ(got, kN);
+}
+
+// The responder's last handshake message (TCP: the MPA Reply; shm: its hello) waits until
+// its handler has returned from Established, so the initiator can never see, use or close
+// a connection the responder's consumer has not seen yet. dtestcm's server counts 1000
+// ESTABLISHED events before it waits for 1000 DISCONNECTED ones; its client disconnects
+// as soon as it saw its own 1000 ESTABLISHED, and used to be ahead of a busy server.
+TEST_P(CmTest, InitiatorEstablishedWaitsForTheResponderHandler) {
+    constexpr int kN = 4;
+    std::atomic<int> order{0};
+    std::mutex mu;
+    std::map<std::string, int> responder_done, initiator_seen;
+    Log cli, srv;
+    cm::ConnectionManager srv_cm(srv.handler());
+    srv.react = [&](cm::Event &e) {
+        if (auto *r = std::get_if<cm::ConnectRequest>(&e)) {
+            cm::ConnParams p;
+            p.private_data = r->private_data;
+            EXPECT_EQ(srv_cm.accept(r->id, p), cm::CmStatus::Ok);
+        } else if (auto *est = std::get_if<cm::Established>(&e)) {
+            // A slow consumer: without the deferral, every initiator is connected by now.
+            std::this_thread::sleep_for(std::chrono::milliseconds(150));
+            std::lock_guard lk(mu);
+            responder_done[std::string(est->private_data.begin(), est->private_data.end())] =
+                order.fetch_add(1, std::memory_order_relaxed);
+        }
+    };
+    cm::ConnectionManager cli_cm(cli.handler());
+    cli.react = [&](cm::Event &e) {
+        if (auto *est = std::get_if<cm::Established>(&e)) {
+            std::lock_guard lk(mu);
+            initiator_seen[std::string(est->private_data.begin(), est->private_data.end())] =
+                order.fetch_add(1, std::memory_order_relaxed);
+        }
+    };
+    cm::Address dst = listen_on(srv_cm, family());
+    std::vector<cm::ConnId> ids;
+    for (int i = 0; i < kN; ++i) {
+        cm::ConnParams p;
+        p.private_data = bytes("conn " + std::to_string(i));
+        auto c = cli_cm.connect(dst.get(), dst.len, p);
+        ASSERT_TRUE(c.ok());
+        ids.push_back(c.value);
+    }
+    for (int i = 0; i < kN; ++i) {
+        auto e = cli.take<cm::Established>(ids[i]);
+        ASSERT_TRUE(e) << "connection " << i;
+        Log::release(e->llp);
+    }
+    for (int i = 0; i < kN; ++i) {
+        auto e = srv.take<cm::Established>();
+        ASSERT_TRUE(e);
+        Log::release(e->llp);
+    }
+    std::lock_guard lk(mu);
+    ASSERT_EQ(responder_done.size(), size_t{kN});
+    ASSERT_EQ(initiator_seen.size(), size_t{kN});
+    for (const auto &[name, seen] : initiator_seen)
+        EXPECT_LT(responder_done.at(name), seen) << name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, CmTest, ::testing::Values(AF_INET, AF_INET6),

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <memory>
@@ -87,6 +88,39 @@ class PidFd {
     int fd_ = -1;
 };
 
+// The responder's hello, kept until the stream is handed over (Handshake::start with
+// defer_hello): the message bytes and the segment's memfd, which travels with it.
+struct DeferredHello {
+    std::array<std::byte, 40> bytes{};
+    int memfd = -1;
+    uint64_t key = 0;
+
+    DeferredHello() = default;
+    DeferredHello(const DeferredHello &) = delete;
+    DeferredHello &operator=(const DeferredHello &) = delete;
+    DeferredHello(DeferredHello &&o) noexcept
+        : bytes(o.bytes), memfd(std::exchange(o.memfd, -1)), key(o.key) {}
+    DeferredHello &operator=(DeferredHello &&o) noexcept {
+        if (this != &o) {
+            reset();
+            bytes = o.bytes;
+            memfd = std::exchange(o.memfd, -1);
+            key = o.key;
+        }
+        return *this;
+    }
+    ~DeferredHello() { reset(); }
+    bool pending() const { return memfd >= 0; }
+    void reset() {
+        if (memfd >= 0) ::close(memfd);
+        memfd = -1;
+    }
+};
+
+// Sends a pending deferred hello on `sock` (then closes its memfd). False when nothing was
+// pending or the send failed.
+bool send_hello_now(int sock, DeferredHello &h);
+
 // An established connection: the Unix socket (doorbell + liveness), our segment (what
 // flows to us), the peer's (what we send), the peer's pid for CMA.
 struct Link {
@@ -96,6 +130,7 @@ struct Link {
     pid_t peer_pid = 0;
     PidFd peer_pidfd;  // with cma: checked before each process_vm_* on peer_pid
     bool cma = false;
+    DeferredHello hello;  // the responder's, until the stream is handed over
     // The peer's segment at the peer's own address (from its hello). Only meaningful when
     // both ends share this process; used as ThreadSanitizer's synchronisation key, since
     // each segment is then mapped twice and TSan cannot pair accesses through the two.

@@ -67,18 +67,26 @@ class Handshake {
 
     // Checks the peer's credentials, creates and maps the local segment and sends the
     // hello (with the segment's fd). `allow_cma`: use CMA if the probe succeeds.
-    bool start(int sock, bool allow_cma);
+    // `defer_hello` (the responder): the hello is kept, and adopt() hands it to the link;
+    // it is sent when a QP claims the stream or by send_deferred_hello(), whichever comes
+    // first (cm::Established::handover_key says why).
+    bool start(int sock, bool allow_cma, bool defer_hello = false);
     enum class Step : uint8_t { NeedMore, Done, Failed };
     Step receive(int sock);
-    // Hands the socket and both mappings to the transport. Returns the LLP handle (the
-    // socket's fd, now owned by the transport) or -1.
-    ri_llp_stream_handle_t adopt(int sock);
+    // Hands the socket and both mappings (and a deferred hello, named by `key`) to the
+    // transport. Returns the LLP handle (the socket's fd, now owned by the transport) or -1.
+    ri_llp_stream_handle_t adopt(int sock, uint64_t key = 0);
     bool cma() const;
 
   private:
     struct State;
     std::unique_ptr<State> st_;
 };
+
+// Sends the deferred hello of an adopted handle no QP has claimed yet. False when `h` is
+// not unclaimed with that key, or its hello already went (or could not go: the peer is
+// gone, which the claiming channel then finds).
+bool send_deferred_hello(ri_llp_stream_handle_t h, uint64_t key);
 
 // Closes an adopted handle that no QP claimed (socket and mappings). False when unknown
 // or already claimed.

@@ -1655,6 +1655,9 @@ std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, bool &mine, ProgressEng
         link = std::move(it->second);
         g_unclaimed.erase(it);
     }
+    // The responder's deferred hello goes before anything the channel may write on the
+    // socket (doorbells); a failure means the peer is gone, which the channel then finds.
+    if (link->hello.pending()) send_hello_now(link->sock, link->hello);
     auto core = std::make_unique<Core>(std::move(link), pe);
     if (!core->ok()) return nullptr;  // the handle is consumed; the link closes with it
     return std::make_unique<ShmChannel>(std::move(core));
@@ -1688,6 +1691,13 @@ bool forget(ri_llp_stream_handle_t h) {
         g_unclaimed.erase(it);
     }
     return true;  // `link` closes the socket and unmaps both segments
+}
+
+bool send_deferred_hello(ri_llp_stream_handle_t h, uint64_t key) {
+    std::lock_guard lk(g_mu);
+    auto it = g_unclaimed.find(h);
+    if (it == g_unclaimed.end() || key == 0 || it->second->hello.key != key) return false;
+    return send_hello_now(h, it->second->hello);
 }
 
 bool is_unclaimed(ri_llp_stream_handle_t h) {

@@ -170,6 +170,7 @@ struct Handshake::State {
     bool allow_cma = true;
     bool cma = false;
     uint64_t probe = 0;
+    DeferredHello hello;
 };
 
 Handshake::Handshake() : st_(std::make_unique<State>()) {}
@@ -179,7 +180,49 @@ bool Handshake::cma() const {
     return st_->cma;
 }
 
-bool Handshake::start(int sock, bool allow_cma) {
+namespace {
+
+// One sendmsg of the hello with the segment's fd; closes the fd (the peer holds its own
+// reference once the message is queued, or never will).
+bool send_hello(int sock, const void *hello, int &memfd) {
+    iovec iov{const_cast<void *>(hello), sizeof(Hello)};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctl;
+    mh.msg_controllen = sizeof ctl;
+    cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &memfd, sizeof memfd);
+    ssize_t n;
+    do {
+        n = ::sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    int e = errno;
+    ::close(memfd);
+    memfd = -1;
+    if (n != static_cast<ssize_t>(sizeof(Hello))) {
+        errno = n < 0 ? e : EPROTO;  // a fresh socket always takes the 40 bytes in one go
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+static_assert(sizeof(Hello) == sizeof(DeferredHello::bytes));
+
+bool send_hello_now(int sock, DeferredHello &h) {
+    if (!h.pending()) return false;
+    Hello hello;
+    std::memcpy(&hello, h.bytes.data(), sizeof hello);
+    return send_hello(sock, &hello, h.memfd);
+}
+
+bool Handshake::start(int sock, bool allow_cma, bool defer_hello) {
     State &s = *st_;
     s.allow_cma = allow_cma;
     if (!same_user(sock, &s.peer_pid)) {
@@ -203,29 +246,12 @@ bool Handshake::start(int sock, bool allow_cma) {
     hello.probe_addr = reinterpret_cast<uintptr_t>(&h->probe);
     hello.probe_value = s.probe;
     hello.cma_wanted = allow_cma;
-    iovec iov{&hello, sizeof hello};
-    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-    msghdr mh{};
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = ctl;
-    mh.msg_controllen = sizeof ctl;
-    cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    ssize_t n;
-    do {
-        n = ::sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-    } while (n < 0 && errno == EINTR);
-    int e = errno;
-    ::close(fd);  // the peer holds its own reference now (or never will)
-    if (n != static_cast<ssize_t>(sizeof hello)) {
-        errno = n < 0 ? e : EPROTO;  // a fresh socket always takes the 40 bytes in one go
-        return false;
+    if (defer_hello) {
+        std::memcpy(s.hello.bytes.data(), &hello, sizeof hello);
+        s.hello.memfd = fd;
+        return true;
     }
-    return true;
+    return send_hello(sock, &hello, fd);
 }
 
 Handshake::Step Handshake::receive(int sock) {
@@ -308,7 +334,7 @@ Handshake::Step Handshake::receive(int sock) {
     return Step::Done;
 }
 
-ri_llp_stream_handle_t Handshake::adopt(int sock) {
+ri_llp_stream_handle_t Handshake::adopt(int sock, uint64_t key) {
     State &s = *st_;
     if (!s.mine.get() || !s.peer.get()) return -1;
     int fl = ::fcntl(sock, F_GETFL);
@@ -318,6 +344,8 @@ ri_llp_stream_handle_t Handshake::adopt(int sock) {
     link->peer = std::move(s.peer);
     link->peer_pid = s.peer_pid;
     link->cma = s.cma;
+    link->hello = std::move(s.hello);
+    link->hello.key = key;
     if (s.cma) link->peer_pidfd = std::move(s.peer_pidfd);
     if (s.peer_pid == ::getpid())
         link->peer_canon = reinterpret_cast<const void *>(static_cast<uintptr_t>(s.peer_canon));

@@ -141,6 +141,7 @@ struct Fpdu {
     void *release_ref = nullptr;
     bool read_resp = false;
     bool terminate = false;
+    bool preamble = false;  // StreamParams::preamble: goes out even before the RTR
 
     // Entries for the unwritten part; returns the count (<= kMaxPieces + 2).
     size_t iov(struct iovec *out) const {
@@ -189,6 +190,15 @@ class Core final : public ProgressSource {
         ird_ = p.ird;
         reasm_.set_expected_msn(w::Queue::ReadRequest, std::max<uint32_t>(p.rx_read_msn_base, 1));
         rtr_pending_.store(p.await_rtr, std::memory_order_relaxed);
+        if (!p_.preamble.empty()) {
+            Fpdu f;
+            f.owned = std::move(p_.preamble);
+            f.total = f.owned.size();
+            f.preamble = true;
+            queued_bytes_ += f.total;
+            fpdus_.push_back(std::move(f));
+            p_.preamble = {};
+        }
         token_ = pe_.add(this);
     }
 
@@ -607,15 +617,18 @@ void Core::retire_fpdu_locked(Fpdu &f) {
 }
 
 void Core::flush_locked() {
-    // Before the initiator's RTR nothing may go out, except when tearing down (a Terminate
-    // or the close itself).
-    if (rtr_pending_.load(std::memory_order_relaxed) && tx_ == TxState::Open) return;
+    // Before the initiator's RTR nothing may go out but the MPA Reply (the preamble),
+    // except when tearing down (a Terminate or the close itself).
+    bool held = rtr_pending_.load(std::memory_order_relaxed) && tx_ == TxState::Open;
+    if (held && (fpdus_.empty() || !fpdus_.front().preamble)) return;
     while (fd_ >= 0 && tx_ != TxState::Dead) {
-        refill_locked();
+        if (held && (fpdus_.empty() || !fpdus_.front().preamble)) break;
+        if (!held) refill_locked();
         if (fpdus_.empty()) break;
         std::array<struct iovec, kIovMax> iov;
         size_t n = 0;
         for (const Fpdu &f : fpdus_) {
+            if (held && !f.preamble) break;
             if (n + kMaxPieces + 2 > iov.size()) break;
             n += f.iov(&iov[n]);
         }
@@ -1384,6 +1397,32 @@ ri_llp_stream_handle_t adopt_socket(int fd, const StreamParams &params) {
     std::lock_guard lk(g_mu);
     g_unclaimed[fd] = params;
     return fd;
+}
+
+bool send_preamble(ri_llp_stream_handle_t h, uint64_t key) {
+    std::lock_guard lk(g_mu);
+    auto it = g_unclaimed.find(h);
+    if (it == g_unclaimed.end() || key == 0 || it->second.preamble_key != key) return false;
+    std::vector<uint8_t> &pre = it->second.preamble;
+    size_t off = 0;
+    bool failed = false;
+    while (off < pre.size()) {
+        ssize_t n = ::send(h, pre.data() + off, pre.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            off += static_cast<size_t>(n);
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else {
+            // EAGAIN on a fresh socket with a sub-kilobyte Reply does not happen; if it
+            // did, the claiming channel writes the rest. Anything else: the peer is gone,
+            // and the channel's first read reports it.
+            failed = !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+            break;
+        }
+    }
+    if (failed) off = pre.size();
+    pre.erase(pre.begin(), pre.begin() + static_cast<std::ptrdiff_t>(off));
+    return off > 0 && pre.empty() && !failed;
 }
 
 bool forget_socket(ri_llp_stream_handle_t h) {

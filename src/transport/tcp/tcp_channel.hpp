@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "rnicpi/rnicpi.h"
 #include "transport/transport.hpp"
@@ -36,6 +37,12 @@ struct StreamParams {
     // Write is the stream's first FPDU; the channel consumes it and sends nothing before
     // it (RFC 5044 7.1.2), so the QP may be used as soon as the Reply is out.
     bool await_rtr = false;
+    // The responder's MPA Reply, when the connection manager defers it (see
+    // send_preamble): the channel writes it before anything else once a QP claims the
+    // stream, even while it awaits the RTR. `preamble_key` names this hand-over, so a
+    // late send_preamble cannot reach another socket that reused the descriptor.
+    std::vector<uint8_t> preamble;
+    uint64_t preamble_key = 0;
 };
 
 // Registers a connected TCP socket whose MPA exchange is complete (the Request/Reply
@@ -43,6 +50,14 @@ struct StreamParams {
 // when `fd` is not a usable socket. Until a QP claims it the caller still owns the fd;
 // once claimed, the channel owns it and closes it on destruction.
 ri_llp_stream_handle_t adopt_socket(int fd, const StreamParams &params);
+
+// Sends the preamble of an adopted socket that no QP has claimed yet (the connection
+// manager calls it once the consumer has handled Established, so that the initiator can
+// see the connection only after the responder's consumer has: a fast initiator's close
+// then never reaches that consumer ahead of its Established). A QP that claims the stream
+// first sends it itself. False when `h` is not unclaimed with that key, nothing was left
+// to send, or the socket refused it (the channel then finds the stream broken).
+bool send_preamble(ri_llp_stream_handle_t h, uint64_t key);
 
 // Forgets an adopted socket nobody claimed (the caller keeps ownership). False when the
 // handle is unknown or already claimed.
