@@ -168,6 +168,19 @@ uint32_t untagged_header(uint8_t opcode, uint32_t queue, uint32_t inv_stag, uint
     return 18;
 }
 
+// Terminate quotes, built only once an arrival has failed (the success path used to build
+// one per arrival).
+TermHdr tagged_term(uint8_t opcode, uint32_t stag, uint64_t to) {
+    TermHdr h;
+    h.len = tagged_header(opcode, stag, to, h.b);
+    return h;
+}
+TermHdr untagged_term(uint8_t opcode, uint32_t queue, uint32_t inv_stag) {
+    TermHdr h;
+    h.len = untagged_header(opcode, queue, inv_stag, h.b);
+    return h;
+}
+
 }  // namespace
 
 uint32_t build_terminate(TerminateCode code, const uint8_t *hdr, uint32_t hdr_len,
@@ -847,14 +860,13 @@ RxStatus Qp::rx_tagged_acquire(uint32_t stag, uint64_t to, uint64_t len, bool fo
                                void *&ref) {
     RxScope scope(*this);
     if (!scope) return RxStatus::fail(kTermRdmapCatastrophic);
-    uint8_t hdr[32];
-    uint32_t hl = for_read ? tagged_header(1, stag, to, hdr) : tagged_header(0, stag, to, hdr);
+    const auto term_hdr = [&] { return tagged_term(for_read ? 1 : 0, stag, to); };
     if (for_read && !enable_read)
-        return fail_rx(RI_EVENT_QP_REMOTE_OP_ERROR_RDMA_RD_DISABLED, kTermRdmapUnexpectedOp, hdr,
-                       hl);
+        return fail_rx(RI_EVENT_QP_REMOTE_OP_ERROR_RDMA_RD_DISABLED, kTermRdmapUnexpectedOp,
+                       term_hdr());
     if (!for_read && !enable_write)
         return fail_rx(RI_EVENT_QP_REMOTE_OP_ERROR_RDMA_WR_RD_RESP_DISABLED, kTermRdmapUnexpectedOp,
-                       hdr, hl);
+                       term_hdr());
     MemRef r;
     uint32_t need = for_read ? RI_MEM_FLAGS_REMOTE_READ : RI_MEM_FLAGS_REMOTE_WRITE;
     MemFault f = dev->stags.acquire(stag, to, len, need, pd, this, r);
@@ -863,7 +875,7 @@ RxStatus Qp::rx_tagged_acquire(uint32_t stag, uint64_t to, uint64_t len, bool fo
         ref = r.entry;
         return RxStatus::success();
     }
-    return fail_remote(f, for_read, hdr, hl);
+    return fail_remote(f, for_read, term_hdr());
 }
 
 void Qp::rx_tagged_release(void *ref) {
@@ -900,13 +912,12 @@ RxStatus Qp::rx_recv_place(transport::RxRecv &r, uint64_t offset, std::span<cons
 }
 
 RxStatus Qp::recv_place(transport::RxRecv &r, uint64_t offset, std::span<const std::byte> data) {
-    uint8_t hdr[32];
-    uint32_t hl = untagged_header(3, 0, 0, hdr);
+    const auto term_hdr = [&] { return untagged_term(3, 0, 0); };
     if (offset + data.size() > r.capacity) {
         complete_recv(rx_wqe_, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_LOCAL_LENGTH_ERROR, 0, 0, 0,
                       0);
         r.wqe = nullptr;
-        return fail_rx(RI_EVENT_QP_LLQ_INTEGRITY_ERROR_SIZE, kTermDdpTooLong, hdr, hl);
+        return fail_rx(RI_EVENT_QP_LLQ_INTEGRITY_ERROR_SIZE, kTermDdpTooLong, term_hdr());
     }
     // Walk the receive SGEs to the offset, checking each piece as it is written.
     uint64_t sge_start = 0;
@@ -931,8 +942,8 @@ RxStatus Qp::recv_place(transport::RxRecv &r, uint64_t offset, std::span<const s
             if (f != MemFault::None) {
                 complete_recv(rx_wqe_, RI_WC_TYPE_DATA_RECEIVED, fault_status(f), 0, 0, 0, 0);
                 r.wqe = nullptr;
-                return fail_rx(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, kTermRdmapCatastrophic, hdr,
-                               hl);
+                return fail_rx(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, kTermRdmapCatastrophic,
+                               term_hdr());
             }
             std::memcpy(dst, data.data() + done, n);
             StagTable::put(ref);
@@ -948,13 +959,12 @@ RxStatus Qp::rx_recv_map(transport::RxRecv &r, uint64_t offset, uint64_t len, st
     n = 0;
     RxScope scope(*this);
     if (!scope || !r.wqe) return RxStatus::fail(kTermRdmapCatastrophic);
-    uint8_t hdr[32];
-    uint32_t hl = untagged_header(3, 0, 0, hdr);
+    const auto term_hdr = [&] { return untagged_term(3, 0, 0); };
     if (offset + len > r.capacity || offset + len < offset) {
         complete_recv(rx_wqe_, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_LOCAL_LENGTH_ERROR, 0, 0, 0,
                       0);
         r.wqe = nullptr;
-        return fail_rx(RI_EVENT_QP_LLQ_INTEGRITY_ERROR_SIZE, kTermDdpTooLong, hdr, hl);
+        return fail_rx(RI_EVENT_QP_LLQ_INTEGRITY_ERROR_SIZE, kTermDdpTooLong, term_hdr());
     }
     // Same walk and checks as recv_place, keeping each piece pinned instead of copying.
     uint64_t sge_start = 0, done = 0;
@@ -986,8 +996,8 @@ RxStatus Qp::rx_recv_map(transport::RxRecv &r, uint64_t offset, uint64_t len, st
                 n = 0;
                 complete_recv(rx_wqe_, RI_WC_TYPE_DATA_RECEIVED, fault_status(f), 0, 0, 0, 0);
                 r.wqe = nullptr;
-                return fail_rx(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, kTermRdmapCatastrophic, hdr,
-                               hl);
+                return fail_rx(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, kTermRdmapCatastrophic,
+                               term_hdr());
             }
             out[n] = {ref.ptr, k};
             refs[n] = ref.entry;
@@ -1080,8 +1090,7 @@ RxStatus Qp::rx_atomic(OpKind kind, uint32_t stag, uint64_t to, uint64_t op1, ui
                        uint64_t &original) {
     RxScope scope(*this);
     if (!scope) return RxStatus::fail(kTermRdmapCatastrophic);
-    uint8_t hdr[32];
-    uint32_t hl = tagged_header(kind == OpKind::FetchAdd ? 11 : 12, stag, to, hdr);
+    const auto term_hdr = [&] { return tagged_term(kind == OpKind::FetchAdd ? 11 : 12, stag, to); };
     if (to == transport::kAtomicAtBase) {
         MemEntry *e = dev->stags.by_stag(stag);
         to = e ? e->to_base : 0;
@@ -1092,7 +1101,7 @@ RxStatus Qp::rx_atomic(OpKind kind, uint32_t stag, uint64_t to, uint64_t op1, ui
         StagTable::put(r);
         f = MemFault::Bounds;  // RFC 7306: the target must be 8-byte aligned
     }
-    if (f != MemFault::None) return fail_remote(f, true, hdr, hl);
+    if (f != MemFault::None) return fail_remote(f, true, term_hdr());
     std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t *>(r.ptr));
     if (kind == OpKind::FetchAdd) {
         original = target.fetch_add(op1, std::memory_order_acq_rel);

@@ -13,6 +13,13 @@
 
 namespace softrnic::engine {
 
+// The DDP/RDMAP header a Terminate quotes (RFC 5040 5.4.1). Arrivals build it only once
+// they have failed.
+struct TermHdr {
+    uint8_t b[32];
+    uint32_t len;
+};
+
 class Qp final : public transport::Endpoint {
   public:
     // What a send-queue completion needs of its WR, kept while the WR is outstanding.
@@ -154,6 +161,13 @@ class Qp final : public transport::Endpoint {
     transport::RxStatus fail_remote(MemFault f, bool irrq, const uint8_t *hdr, uint32_t hdr_len);
     transport::RxStatus fail_rx(ri_async_event_type_t ev, transport::TerminateCode code,
                                 const uint8_t *hdr, uint32_t hdr_len);
+    transport::RxStatus fail_remote(MemFault f, bool irrq, const TermHdr &h) {
+        return fail_remote(f, irrq, h.b, h.len);
+    }
+    transport::RxStatus fail_rx(ri_async_event_type_t ev, transport::TerminateCode code,
+                                const TermHdr &h) {
+        return fail_rx(ev, code, h.b, h.len);
+    }
     void record_terminate(transport::TerminateCode code, const uint8_t *hdr, uint32_t hdr_len,
                           bool local);
     void enter_error(bool inside_rx);

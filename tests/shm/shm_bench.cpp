@@ -98,9 +98,9 @@ int child_main(int ctl_w, Flags *flags) {
                 }
                 flags->pong.store(i, std::memory_order_release);
             }
+            // Only cmd: resetting pong here raced with the parent's wait for the last pong
+            // (it could miss it and spin for ever); the parent resets the words itself.
             flags->cmd.store(0, std::memory_order_release);
-            flags->ping.store(0, std::memory_order_relaxed);
-            flags->pong.store(0, std::memory_order_relaxed);
         }
         if (poll_fast(r, q->rcq, wc)) {
             if (wc.bytes_transferred == 0) return 0;
@@ -168,6 +168,8 @@ int parent_main(int ctl_r, pid_t child, Flags *flags, int trials, long iters, lo
         double us = (now_s() - t0) / n / 2 * 1e6;
         while (flags->cmd.load(std::memory_order_acquire) != 0) {
         }
+        flags->ping.store(0, std::memory_order_relaxed);  // the child no longer reads them
+        flags->pong.store(0, std::memory_order_relaxed);
         return us;
     };
     auto write_bw = [&](long n, int window) {

@@ -36,6 +36,8 @@ inline constexpr uint32_t kVersion = 1;
 inline constexpr size_t kSlot = 64;
 inline constexpr uint32_t kReqSlots = 256;
 inline constexpr uint32_t kRespSlots = 128;
+// Powers of two: ring positions wrap with a mask (a division per poll showed in profiles).
+static_assert((kReqSlots & (kReqSlots - 1)) == 0 && (kRespSlots & (kRespSlots - 1)) == 0);
 inline constexpr size_t kBounceChunk = 16 << 10;
 inline constexpr uint32_t kBounceChunks = 4;
 

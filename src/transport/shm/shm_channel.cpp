@@ -145,6 +145,7 @@ class Producer {
     void init(std::byte *slots, uint32_t n, uint64_t *cons, const void *key) {
         slots_ = slots;
         n_ = n;
+        mask_ = n - 1;
         cons_ = cons;
         key_ = key;
     }
@@ -152,7 +153,7 @@ class Producer {
     // first when needed), or nullptr when the ring is full. `broken` is set when the
     // consumer's index is impossible.
     L::EntryHdr *reserve(uint32_t k, bool &broken) {
-        uint32_t pos = static_cast<uint32_t>(prod_ % n_);
+        uint32_t pos = static_cast<uint32_t>(prod_ & mask_);
         uint32_t tail = n_ - pos;
         uint64_t need = k <= tail ? k : uint64_t{tail} + k;
         if (prod_ + need - cons_cache_ > n_) {
@@ -205,10 +206,11 @@ class Producer {
 
   private:
     L::EntryHdr *at(uint64_t p) const {
-        return reinterpret_cast<L::EntryHdr *>(slots_ + (p % n_) * L::kSlot);
+        return reinterpret_cast<L::EntryHdr *>(slots_ + (p & mask_) * L::kSlot);
     }
     std::byte *slots_ = nullptr;
     uint32_t n_ = 1;
+    uint64_t mask_ = 0;  // n_ is a power of two: positions wrap with a mask, not a division
     uint64_t *cons_ = nullptr;
     const void *key_ = nullptr;
     uint64_t prod_ = 0;
@@ -223,6 +225,7 @@ class Consumer {
     void init(std::byte *slots, uint32_t n, uint64_t *cons, const void *key) {
         slots_ = slots;
         n_ = n;
+        mask_ = n - 1;
         cons_ = cons;
         key_ = key;
     }
@@ -236,7 +239,7 @@ class Consumer {
             if (load_acquire(e->stamp) != pos_ + 1) return Peek::Empty;
             sync_acquire(key_);
             std::memcpy(&h, e, sizeof h);
-            uint32_t room = n_ - static_cast<uint32_t>(pos_ % n_);
+            uint32_t room = n_ - static_cast<uint32_t>(pos_ & mask_);
             if (h.nslots == 0 || h.nslots > room ||
                 L::kHdrBytes + h.len > size_t{h.nslots} * L::kSlot)
                 return Peek::Bad;
@@ -260,10 +263,11 @@ class Consumer {
 
   private:
     L::EntryHdr *at(uint64_t p) const {
-        return reinterpret_cast<L::EntryHdr *>(slots_ + (p % n_) * L::kSlot);
+        return reinterpret_cast<L::EntryHdr *>(slots_ + (p & mask_) * L::kSlot);
     }
     std::byte *slots_ = nullptr;
     uint32_t n_ = 1;
+    uint64_t mask_ = 0;
     uint64_t *cons_ = nullptr;
     const void *key_ = nullptr;
     uint64_t pos_ = 0;
