@@ -42,34 +42,54 @@ bool range_mapped(uint64_t va, uint64_t len, bool need_write) {
 
 StagTable::StagTable(uint32_t capacity) {
     // Capacity is a power of two no larger than 2^24 so the slot is the low bits of the index.
-    uint32_t cap = static_cast<uint32_t>(round_up_pow2(std::min<uint32_t>(capacity, 1u << 24)));
-    slot_bits_ = static_cast<uint32_t>(__builtin_ctz(cap));
-    entries_.reserve(cap);
-    for (uint32_t i = 0; i < cap; ++i)
-        entries_.push_back(std::make_unique<MemEntry>());
+    cap_ = static_cast<uint32_t>(round_up_pow2(std::min<uint32_t>(capacity, 1u << 24)));
+    slot_bits_ = static_cast<uint32_t>(__builtin_ctz(cap_));
+    entries_ = std::make_unique<std::atomic<MemEntry *>[]>(cap_);
+    for (uint32_t i = 0; i < cap_; ++i)
+        entries_[i].store(nullptr, std::memory_order_relaxed);
     std::random_device rd;
     rng_state_ = (uint64_t{rd()} << 32) | rd();
-    std::mt19937_64 shuffle_rng(rng_state_);
-    free_.reserve(cap);
+    rng_state_ |= 1;  // xorshift must not start at 0
+    free_.reserve(cap_);
     // Slot 0 is never used, so no STag index is ever 0 (STag0 is the special STag, L1589).
-    for (uint32_t i = 1; i < cap; ++i)
+    for (uint32_t i = 1; i < cap_; ++i)
         free_.push_back(i);
-    std::shuffle(free_.begin(), free_.end(), shuffle_rng);
+}
+
+StagTable::~StagTable() {
+    for (uint32_t i = 0; i < cap_; ++i)
+        delete entries_[i].load(std::memory_order_relaxed);
+}
+
+uint64_t StagTable::next_random() {
+    rng_state_ ^= rng_state_ << 13;
+    rng_state_ ^= rng_state_ >> 7;
+    rng_state_ ^= rng_state_ << 17;
+    return rng_state_;
 }
 
 MemEntry *StagTable::allocate(MemKind kind) {
     std::lock_guard lk(mu_);
     if (free_.empty()) return nullptr;
+    // A random free slot: swap it to the back and take it.
+    size_t pick = static_cast<size_t>(next_random() % free_.size());
+    std::swap(free_[pick], free_.back());
     uint32_t slot = free_.back();
+    MemEntry *e = entries_[slot].load(std::memory_order_relaxed);
+    if (!e) {
+        try {
+            e = new MemEntry();
+        } catch (const std::bad_alloc &) {
+            return nullptr;  // the slot stays free
+        }
+        // Release: a data-path reader that finds the pointer sees a constructed entry.
+        entries_[slot].store(e, std::memory_order_release);
+    }
     free_.pop_back();
-    // xorshift for the index's high bits; index 0 is never handed out (STag0 is special).
-    rng_state_ ^= rng_state_ << 13;
-    rng_state_ ^= rng_state_ >> 7;
-    rng_state_ ^= rng_state_ << 17;
+    // The index's high bits are random too; index 0 is never handed out (STag0 is special).
     uint32_t high_bits = 24 - slot_bits_;
-    uint32_t high = high_bits ? static_cast<uint32_t>(rng_state_ & ((1u << high_bits) - 1)) : 0;
+    uint32_t high = high_bits ? static_cast<uint32_t>(next_random() & ((1u << high_bits) - 1)) : 0;
     uint32_t index = (high << slot_bits_) | slot;
-    MemEntry *e = entries_[slot].get();
     e->kind_.store(kind, std::memory_order_release);
     e->index = index;
     e->word.store(uint64_t{index} << 8, std::memory_order_release);  // invalid, key 0
@@ -105,9 +125,9 @@ void *StagTable::handle_of(const MemEntry *e, bool window) const {
 
 MemEntry *StagTable::from_handle(const void *h, bool window) const {
     HandleParts p;
-    if (!decode_handle(h, window ? ObjKind::Mw : ObjKind::Mr, p) || p.index >= entries_.size())
-        return nullptr;
-    MemEntry *e = entries_[p.index].get();
+    if (!decode_handle(h, window ? ObjKind::Mw : ObjKind::Mr, p) || p.index >= cap_) return nullptr;
+    MemEntry *e = entries_[p.index].load(std::memory_order_acquire);
+    if (!e) return nullptr;
     if (e->handle_generation.load(std::memory_order_acquire) != p.generation) return nullptr;
     MemKind k = e->kind();
     bool is_window = k == MemKind::Window1 || k == MemKind::Window2;
@@ -117,7 +137,8 @@ MemEntry *StagTable::from_handle(const void *h, bool window) const {
 
 MemEntry *StagTable::by_stag(uint32_t stag) const {
     uint32_t index = stag >> 8;
-    MemEntry *e = entries_[index & ((1u << slot_bits_) - 1)].get();
+    MemEntry *e = entries_[index & ((1u << slot_bits_) - 1)].load(std::memory_order_acquire);
+    if (!e) return nullptr;
     uint64_t w = e->word.load(std::memory_order_acquire);
     if (w == 0 || ((w >> 8) & 0xFFFFFF) != index) return nullptr;
     return e;
