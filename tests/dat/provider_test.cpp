@@ -14,9 +14,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -550,14 +552,104 @@ TEST_F(DaplProvider, CnoTriggeredByEveryCompletion_L2767_L3129) {
     for (int i = 0; i < 5; ++i)
         wait_event(cli.req);
     one_per_wakeup(3, 5);
-    // Nothing left: the CNO times out.
+    // Nothing left: the CNO times out. The trigger is a sticky flag, not a count, so one
+    // trigger set while the last event was still queued (a late notification racing the
+    // dequeue that took it) may still be pending; the returned handle is only a hint
+    // (L3129). Then the EVD is empty and the next wait times out: no event without a
+    // wake-up, no endless re-triggering. CnoNotTriggeredForACompletionAlreadyDequeued
+    // pins the deterministic case, a notification that arrives after the dequeue.
     DAT_EVD_HANDLE got{};
-    EXPECT_EQ(T(dat_cno_wait(cno, 200 * 1000, &got)), DAT_QUEUE_EMPTY);
+    if (T(dat_cno_wait(cno, 200 * 1000, &got)) != DAT_QUEUE_EMPTY) {
+        DAT_EVENT e{};
+        EXPECT_EQ(T(dat_evd_dequeue(rcv, &e)), DAT_QUEUE_EMPTY) << "an event left behind";
+        EXPECT_EQ(T(dat_cno_wait(cno, 200 * 1000, &got)), DAT_QUEUE_EMPTY);
+    }
     ASSERT_EQ(dat_ep_disconnect(cep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
     wait_event(srv.conn);
     ASSERT_EQ(dat_ep_free(sep), DAT_SUCCESS);
     ASSERT_EQ(dat_evd_free(rcv), DAT_SUCCESS);
     EXPECT_EQ(dat_cno_free(cno), DAT_SUCCESS);
+}
+
+// A CQ notification reaches the provider later, on the RNIC's event thread. When the
+// completion behind it has been dequeued by then, the CNO is not triggered: a trigger
+// hands out an EVD that has an event (L3129), and a consumer that waits on the CNO after
+// taking everything must time out (CI caught the stale trigger under ASan). The event
+// thread is held deterministically: another EVD's CNO has an OS wait proxy agent that
+// blocks until released, and the agent runs on that thread.
+TEST_F(DaplProvider, CnoNotTriggeredForACompletionAlreadyDequeued_L3129) {
+    struct Gate {
+        std::mutex mu;
+        std::condition_variable cv;
+        bool entered = false, released = false;
+        void release() {
+            std::lock_guard lk(mu);
+            released = true;
+            cv.notify_all();
+        }
+    } gate;
+    DAT_OS_WAIT_PROXY_AGENT blocker{&gate, [](DAT_PVOID p, DAT_EVD_HANDLE) {
+                                        auto *g = static_cast<Gate *>(p);
+                                        std::unique_lock lk(g->mu);
+                                        g->entered = true;
+                                        g->cv.notify_all();
+                                        g->cv.wait(lk, [g] { return g->released; });
+                                    }};
+    struct Releaser {
+        Gate &g;
+        ~Releaser() { g.release(); }  // never leave the event thread blocked
+    } releaser{gate};
+    DAT_CNO_HANDLE block_cno{}, cno{};
+    ASSERT_EQ(dat_cno_create(srv.ia, blocker, &block_cno), DAT_SUCCESS);
+    ASSERT_EQ(dat_cno_create(srv.ia, DAT_OS_WAIT_PROXY_AGENT_NULL, &cno), DAT_SUCCESS);
+    DAT_EVD_HANDLE block_req{}, rcv{};
+    ASSERT_EQ(dat_evd_create(srv.ia, 16, block_cno, DAT_EVD_DTO_FLAG, &block_req), DAT_SUCCESS);
+    ASSERT_EQ(dat_evd_create(srv.ia, 16, cno, DAT_EVD_DTO_FLAG, &rcv), DAT_SUCCESS);
+    DAT_EP_HANDLE sep{};
+    ASSERT_EQ(dat_ep_create(srv.ia, srv.pz, rcv, block_req, srv.conn, nullptr, &sep), DAT_SUCCESS);
+    Buf *sb = srv.buf(64), *cb = cli.buf(64);
+    DAT_LMR_TRIPLET st = sb->iov(), ct = cb->iov();
+    ASSERT_EQ(dat_ep_post_recv(sep, 1, &st, cookie(1), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    DAT_EP_HANDLE cep = cli.ep();
+    ASSERT_EQ(dat_ep_post_recv(cep, 1, &ct, cookie(2), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    connect(cep, sep);
+
+    // The server's send completes on block_req; its notification runs the blocking agent.
+    ASSERT_EQ(dat_ep_post_send(sep, 1, &st, cookie(3), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    {
+        std::unique_lock lk(gate.mu);
+        ASSERT_TRUE(gate.cv.wait_for(lk, 10s, [&] { return gate.entered; }))
+            << "the agent never ran";
+    }
+    // A receive completes on rcv while the event thread is held: its notification waits.
+    ASSERT_EQ(dat_ep_post_send(cep, 1, &ct, cookie(4), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    DAT_EVENT e{};
+    auto end = std::chrono::steady_clock::now() + 10s;
+    while (dat_evd_dequeue(rcv, &e) != DAT_SUCCESS)
+        ASSERT_LT(std::chrono::steady_clock::now(), end) << "the receive never completed";
+    EXPECT_EQ(e.event_data.dto_completion_event_data.user_cookie.as_64, 1u);
+    EXPECT_EQ(e.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+    // Now the late notification runs; rcv is empty, so nothing may trigger the CNO.
+    gate.release();
+    DAT_EVD_HANDLE got{};
+    EXPECT_EQ(T(dat_cno_wait(cno, 300 * 1000, &got)), DAT_QUEUE_EMPTY)
+        << "the CNO was triggered for an EVD with no event";
+    EXPECT_EQ(T(dat_evd_dequeue(rcv, &e)), DAT_QUEUE_EMPTY);
+    // The CNO still works: the next receive triggers it.
+    ASSERT_EQ(dat_ep_post_recv(sep, 1, &st, cookie(5), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    ASSERT_EQ(dat_ep_post_send(cep, 1, &ct, cookie(6), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    ASSERT_EQ(dat_cno_wait(cno, kWait, &got), DAT_SUCCESS);
+    EXPECT_EQ(got, rcv);
+    ASSERT_EQ(dat_evd_dequeue(rcv, &e), DAT_SUCCESS);
+    EXPECT_EQ(e.event_data.dto_completion_event_data.user_cookie.as_64, 5u);
+
+    ASSERT_EQ(dat_ep_disconnect(cep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+    wait_event(srv.conn);
+    ASSERT_EQ(dat_ep_free(sep), DAT_SUCCESS);
+    ASSERT_EQ(dat_evd_free(rcv), DAT_SUCCESS);
+    ASSERT_EQ(dat_evd_free(block_req), DAT_SUCCESS);
+    EXPECT_EQ(dat_cno_free(cno), DAT_SUCCESS);
+    EXPECT_EQ(dat_cno_free(block_cno), DAT_SUCCESS);
 }
 
 // ---------------------------------------------------------------------------- PSP / EP

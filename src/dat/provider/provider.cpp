@@ -575,6 +575,7 @@ void on_cq(ri_os_data_t, ri_os_data_t cq_os) {
     auto *evd = static_cast<Evd *>(cq_os);
     if (!handles().valid(evd, DAT_HANDLE_TYPE_EVD)) return;
     Cno *cno = nullptr;
+    std::vector<Ep *> broken;
     {
         std::lock_guard lk(evd->mu);
         ++evd->wake_seq;
@@ -583,9 +584,17 @@ void on_cq(ri_os_data_t, ri_os_data_t cq_os) {
         // either notifies again or is already in the CQ when the woken consumer dequeues
         // (and evd_dequeue re-triggers for what it leaves behind).
         cno_arm_locked(evd);
-        if (!evd->waiter && evd->enabled) cno = evd->cno;
+        if (!evd->waiter && evd->enabled && evd->cno) {
+            // The completion behind this notification may already have been dequeued
+            // (the notification is delivered later, on the event thread): trigger only
+            // for an event the EVD still holds, so the CNO hands out the handle of an EVD
+            // that has an event (L3129) and a consumer that then dequeues finds one.
+            pull_cq_locked(evd, &broken);
+            if (!evd->q.empty()) cno = evd->cno;
+        }
     }
     if (cno) cno_trigger(cno, evd);
+    break_all(broken);
 }
 
 void on_async(ri_os_data_t vp_os, ri_event_record_t *ev) {
