@@ -44,9 +44,7 @@ StagTable::StagTable(uint32_t capacity) {
     // Capacity is a power of two no larger than 2^24 so the slot is the low bits of the index.
     cap_ = static_cast<uint32_t>(round_up_pow2(std::min<uint32_t>(capacity, 1u << 24)));
     slot_bits_ = static_cast<uint32_t>(__builtin_ctz(cap_));
-    entries_ = std::make_unique<std::atomic<MemEntry *>[]>(cap_);
-    for (uint32_t i = 0; i < cap_; ++i)
-        entries_[i].store(nullptr, std::memory_order_relaxed);
+    entries_ = std::make_unique<std::atomic<MemEntry *>[]>(cap_);  // value-initialised: null
     std::random_device rd;
     rng_state_ = (uint64_t{rd()} << 32) | rd();
     rng_state_ |= 1;  // xorshift must not start at 0
