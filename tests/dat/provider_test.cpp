@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -653,6 +655,59 @@ TEST_F(DaplProvider, CnoNotTriggeredForACompletionAlreadyDequeued_L3129) {
 }
 
 // ---------------------------------------------------------------------------- PSP / EP
+
+// How often a helper thread got the CPU while `fn` ran, both pinned to the CPU the caller
+// is on. The helper counts one run and yields, so it runs again only when the caller gives
+// the CPU up; a caller that never does leaves it at (nearly) zero until a scheduler tick.
+template <class F>
+uint64_t helper_runs_during(F fn) {
+    cpu_set_t saved;
+    EXPECT_EQ(pthread_getaffinity_np(pthread_self(), sizeof saved, &saved), 0);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    EXPECT_EQ(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+    std::atomic<bool> stop{false}, started{false};
+    std::atomic<uint64_t> runs{0};
+    std::thread helper([&] {
+        pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+        started.store(true, std::memory_order_release);
+        while (!stop.load(std::memory_order_acquire)) {
+            runs.fetch_add(1, std::memory_order_relaxed);
+            sched_yield();
+        }
+    });
+    while (!started.load(std::memory_order_acquire))
+        sched_yield();
+    const uint64_t before = runs.load(std::memory_order_relaxed);
+    fn();
+    const uint64_t during = runs.load(std::memory_order_relaxed) - before;
+    stop.store(true, std::memory_order_release);
+    helper.join();
+    pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
+    return during;
+}
+
+// An EVD without a CQ (connection events, connection requests) is filled by the provider's
+// connection-manager thread. A consumer busy-polling it with dat_evd_dequeue (dtestcm does)
+// must let that thread run: with both sides polling on 2 vCPUs, connection set-up took
+// 1.6x as long as with dat_evd_wait. Past a few consecutive empty dequeues the caller
+// yields its CPU; a CQ-backed EVD's dequeue never does (its poll is what drives progress).
+TEST_F(DaplProvider, EmptyDequeueOfAnEvdWithoutCqLetsOtherThreadsRun) {
+    constexpr int kPolls = 1000;
+    DAT_EVENT e{};
+    auto poll_empty = [&](DAT_EVD_HANDLE evd) {
+        return helper_runs_during([&] {
+            for (int i = 0; i < kPolls; ++i)
+                ASSERT_EQ(T(dat_evd_dequeue(evd, &e)), DAT_QUEUE_EMPTY);
+        });
+    };
+    // Nearly every empty dequeue past the first few yields, and each yield runs the helper.
+    EXPECT_GE(poll_empty(srv.conn), uint64_t{kPolls / 2}) << "connection EVD: no yield";
+    EXPECT_GE(poll_empty(srv.cr), uint64_t{kPolls / 2}) << "CR EVD: no yield";
+    // A DTO EVD spins: only a scheduler tick can hand the helper the CPU.
+    EXPECT_LT(poll_empty(srv.rcv), uint64_t{kPolls / 10}) << "DTO EVD yielded";
+}
 
 TEST_F(DaplProvider, C21_SecondPspOnSameQualIsInUse_L3951) {
     DAT_PSP_HANDLE p2{};
