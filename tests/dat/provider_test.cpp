@@ -691,8 +691,9 @@ uint64_t helper_runs_during(F fn) {
 // An EVD without a CQ (connection events, connection requests) is filled by the provider's
 // connection-manager thread. A consumer busy-polling it with dat_evd_dequeue (dtestcm does)
 // must let that thread run: with both sides polling on 2 vCPUs, connection set-up took
-// 1.6x as long as with dat_evd_wait. Past a few consecutive empty dequeues the caller
-// yields its CPU; a CQ-backed EVD's dequeue never does (its poll is what drives progress).
+// 1.6x as long as with dat_evd_wait. Past a few empty dequeues of that EVD alone the caller
+// yields its CPU; a CQ-backed EVD's dequeue never does (its poll is what drives progress),
+// nor does a loop that polls a DTO EVD too (an MPI progress loop).
 TEST_F(DaplProvider, EmptyDequeueOfAnEvdWithoutCqLetsOtherThreadsRun) {
     constexpr int kPolls = 1000;
     DAT_EVENT e{};
@@ -707,6 +708,14 @@ TEST_F(DaplProvider, EmptyDequeueOfAnEvdWithoutCqLetsOtherThreadsRun) {
     EXPECT_GE(poll_empty(srv.cr), uint64_t{kPolls / 2}) << "CR EVD: no yield";
     // A DTO EVD spins: only a scheduler tick can hand the helper the CPU.
     EXPECT_LT(poll_empty(srv.rcv), uint64_t{kPolls / 10}) << "DTO EVD yielded";
+    // So does a progress loop that polls the connection EVD next to a DTO EVD.
+    uint64_t mixed = helper_runs_during([&] {
+        for (int i = 0; i < kPolls; ++i) {
+            ASSERT_EQ(T(dat_evd_dequeue(srv.conn, &e)), DAT_QUEUE_EMPTY);
+            ASSERT_EQ(T(dat_evd_dequeue(srv.rcv, &e)), DAT_QUEUE_EMPTY);
+        }
+    });
+    EXPECT_LT(mixed, uint64_t{kPolls / 10}) << "a loop that also polls a DTO EVD yielded";
 }
 
 TEST_F(DaplProvider, C21_SecondPspOnSameQualIsInUse_L3951) {

@@ -1469,13 +1469,23 @@ DAT_RETURN evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT threshold, 
 
 // An EVD without a CQ (connection requests, connection events, async errors, software
 // events) is filled only by the provider's other threads: the connection manager's and the
-// RNIC's event thread. A consumer that busy-polls such an EVD (dtestcm waits for each
-// connection event that way) takes the CPU those threads need to produce the event; on
-// 2 vCPUs with both sides polling, dtestcm's connection set-up took 1.6x as long as with
-// dat_evd_wait. After this many consecutive empty dequeues the caller gives its CPU up
-// once (sched_yield). Dequeues of CQ-backed EVDs never yield: their polls drive progress
-// inline, so spinning there is what makes them fast.
+// RNIC's event thread. A consumer that busy-polls such an EVD and nothing else (dtestcm
+// waits for each connection event that way) takes the CPU those threads need to produce
+// the event; on 2 vCPUs with both sides polling, dtestcm's connection set-up took 1.6x as
+// long as with dat_evd_wait. After this many empty dequeues of the same such EVD in a row
+// on one thread, with no dequeue of another EVD in between, the caller gives its CPU up
+// once (sched_yield). A progress loop that also dequeues a DTO EVD (MPI libraries poll
+// their connection EVD next to their DTO EVDs) never yields, and neither does a dequeue of
+// a CQ-backed EVD: those polls drive progress inline, so spinning there is what makes
+// them fast.
 constexpr uint32_t kEmptyDequeuesBeforeYield = 16;
+
+// This thread's run of empty dequeues of one CQ-less EVD (only compared, never followed).
+struct IdlePolls {
+    const Evd *evd = nullptr;
+    uint32_t empties = 0;
+};
+thread_local IdlePolls tls_idle_polls;
 
 DAT_RETURN evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event) {
     auto *evd = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
@@ -1483,19 +1493,18 @@ DAT_RETURN evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event) {
     if (!event) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     std::vector<Ep *> broken;
     DAT_RETURN ret = DAT_SUCCESS;
-    bool yield = false;
     Cno *cno = nullptr;
+    bool cq_less = false;
     {
         std::lock_guard lk(evd->mu);
         if (evd->waiter) return err(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_WAITER);
+        cq_less = evd->cq == nullptr;
         pull_cq_locked(evd, &broken);
         if (evd->q.empty()) {
             // Without the error class bit, as OFED's providers return it for CQ-backed
             // EVDs: dtest -p loops on `dat_evd_dequeue(...) == DAT_QUEUE_EMPTY`.
             ret = DAT_QUEUE_EMPTY;
-            yield = evd->cq == nullptr && ++evd->empty_dequeues >= kEmptyDequeuesBeforeYield;
         } else {
-            evd->empty_dequeues = 0;
             *event = evd->q.front();
             evd->q.pop_front();
             // Several completions can arrive under one trigger; a CNO consumer that takes
@@ -1505,7 +1514,14 @@ DAT_RETURN evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event) {
     }
     if (cno) cno_trigger(cno, evd);
     break_all(broken);
-    if (yield) std::this_thread::yield();
+    IdlePolls &idle = tls_idle_polls;
+    if (ret == DAT_QUEUE_EMPTY && cq_less) {
+        idle.empties = idle.evd == evd ? idle.empties + 1 : 1;
+        idle.evd = evd;
+        if (idle.empties >= kEmptyDequeuesBeforeYield) std::this_thread::yield();
+    } else {
+        idle.evd = nullptr;
+    }
     return ret;
 }
 

@@ -115,7 +115,6 @@ struct Evd : Obj {
     bool waiter = false;
     bool aborted = false;
     uint64_t wake_seq = 0;            // bumped by CQ notifications
-    uint32_t empty_dequeues = 0;      // consecutive DAT_QUEUE_EMPTY returns (evd_dequeue)
     std::atomic<int> users{0};        // EPs, SPs attached
     std::atomic<int> unsignalled{0};  // EPs with UNSIGNALLED request completions
     // Async EVD only: one slot held for each live SRQ EP on the IA, so that the EP_BROKEN
