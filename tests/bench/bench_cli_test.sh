@@ -2,6 +2,9 @@
 # bench_cli_test.sh MODE SOFTRNIC CMAKE CHECKER
 #   tcp_json        softrnic bench --transport tcp --json (it spawns its own server)
 #   server_connect  softrnic bench --server 127.0.0.1 --port 0, then --connect to it
+#   connections_shm, connections_tcp
+#                   softrnic bench --connections 60 --burst 16 over that transport (3 full
+#                   bursts and a partial one, 2 rounds, so the server serves several SETUPs)
 # The JSON goes through CHECKER (a cmake -P script) for well-formedness and contents.
 set -euo pipefail
 mode=$1 softrnic=$2 cmake=$3 checker=$4
@@ -39,6 +42,13 @@ server_connect)
     # The server serves one client and exits with status 0.
     wait "$server_pid"
     server_pid=
+    ;;
+connections_shm | connections_tcp)
+    "$softrnic" bench --transport "${mode#connections_}" --connections 60 --burst 16 \
+        --rounds 2 --json --no-progress >"$tmp/out.json"
+    cat "$tmp/out.json"
+    exec "$cmake" -DJSON_FILE="$tmp/out.json" -DCONNS=60 \
+        -P "$(dirname "$checker")/check_connect_json.cmake"
     ;;
 *)
     echo "unknown mode $mode" >&2

@@ -62,6 +62,10 @@ struct Options {
     bool port_set = false;
     int ready_fd = -1;  // spawned server: write the control port here, stay quiet
     bool progress = true;
+    // Connection set-up mode (dtestcm's pattern at the RNICPI level): this many connections
+    // instead of the data tests, connected in bursts of `burst`; 0: off.
+    uint32_t connections = 0;
+    uint32_t burst = 100;
 };
 
 inline constexpr uint16_t kDefaultPort = 18515;  // perftest's default, for familiarity

@@ -82,7 +82,8 @@ class CmConnector final : public Connector {
 
     std::string listen(const std::string &host, uint16_t port) override {
         SockAddr a = resolve(host, port, true);
-        auto l = cm_.listen(a.get(), a.len, 16);
+        // Connection set-up runs (--connections) issue bursts of up to 10,000 connects.
+        auto l = cm_.listen(a.get(), a.len, 4096);
         if (!l.ok())
             throw BenchError(std::string("cm listen on ") + to_string(a) + ": " +
                              cm::to_string(l.status) + " " + std::strerror(l.sys_errno));
@@ -108,9 +109,7 @@ class CmConnector final : public Connector {
 
     Link connect(const std::string &host, const std::string &endpoint,
                  std::span<const uint8_t> mine, std::chrono::milliseconds timeout) override {
-        unsigned long port = std::strtoul(endpoint.c_str(), nullptr, 10);
-        if (port == 0 || port > 65535) throw BenchError("bad tcp endpoint '" + endpoint + "'");
-        SockAddr a = resolve(host, static_cast<uint16_t>(port), false);
+        SockAddr a = resolve(host, parse_port(endpoint), false);
         cm::ConnParams p = params(mine);
         p.timeout = timeout;
         auto c = cm_.connect(a.get(), a.len, p);
@@ -118,7 +117,56 @@ class CmConnector final : public Connector {
         return finish(c.value, timeout + std::chrono::seconds(1));
     }
 
+    std::vector<Link> accept_many(size_t n, std::span<const uint8_t> mine,
+                                  std::chrono::milliseconds timeout) override {
+        std::vector<cm::ConnId> ids;
+        ids.reserve(n);
+        cm::ConnParams p = params(mine);
+        for (size_t i = 0; i < n; ++i) {
+            auto ev = events_.take(
+                [](const cm::Event &e) { return std::holds_alternative<cm::ConnectRequest>(e); },
+                timeout);
+            if (!ev)
+                throw BenchError("connection request " + std::to_string(i + 1) + " of " +
+                                 std::to_string(n) + " did not arrive");
+            cm::ConnId id = std::get<cm::ConnectRequest>(*ev).id;
+            if (auto st = cm_.accept(id, p); st != cm::CmStatus::Ok)
+                throw BenchError(std::string("cm accept: ") + cm::to_string(st));
+            ids.push_back(id);
+        }
+        std::vector<Link> links;
+        links.reserve(n);
+        for (cm::ConnId id : ids)
+            links.push_back(finish(id, timeout));
+        return links;
+    }
+
+    std::vector<Link> connect_many(const std::string &host, const std::string &endpoint, size_t n,
+                                   std::span<const uint8_t> mine,
+                                   std::chrono::milliseconds timeout) override {
+        SockAddr a = resolve(host, parse_port(endpoint), false);
+        cm::ConnParams p = params(mine);
+        p.timeout = timeout;
+        std::vector<cm::ConnId> ids;
+        ids.reserve(n);
+        for (size_t i = 0; i < n; ++i) {
+            auto c = cm_.connect(a.get(), a.len, p);
+            if (!c.ok()) throw BenchError(std::string("cm connect: ") + cm::to_string(c.status));
+            ids.push_back(c.value);
+        }
+        std::vector<Link> links;
+        links.reserve(n);
+        for (cm::ConnId id : ids)
+            links.push_back(finish(id, timeout + std::chrono::seconds(1)));
+        return links;
+    }
+
   private:
+    static uint16_t parse_port(const std::string &endpoint) {
+        unsigned long port = std::strtoul(endpoint.c_str(), nullptr, 10);
+        if (port == 0 || port > 65535) throw BenchError("bad tcp endpoint '" + endpoint + "'");
+        return static_cast<uint16_t>(port);
+    }
     static cm::Options options(cm::Transport t) {
         cm::Options o;
         o.transport = t;

@@ -74,6 +74,15 @@ class Connector {
     // Client.
     virtual Link connect(const std::string &host, const std::string &endpoint,
                          std::span<const uint8_t> mine, std::chrono::milliseconds timeout) = 0;
+    // Server: accepts the next `n` requests as they arrive, none waiting for an earlier one
+    // to be established, then returns the n links in arrival order. `timeout` bounds each
+    // wait for a request and for an outcome.
+    virtual std::vector<Link> accept_many(size_t n, std::span<const uint8_t> mine,
+                                          std::chrono::milliseconds timeout) = 0;
+    // Client: `n` connects issued at once, then the n links in the order issued.
+    virtual std::vector<Link> connect_many(const std::string &host, const std::string &endpoint,
+                                           size_t n, std::span<const uint8_t> mine,
+                                           std::chrono::milliseconds timeout) = 0;
 };
 
 // "tcp" (TCP/iWARP through the connection manager). Throws BenchError with the reason for

@@ -96,6 +96,79 @@ void Rnic::close() {
     vp = nullptr;
 }
 
+// ---------------------------------------------------------------------------- QpSet
+
+QpSet::QpSet(Rnic &rnic, size_t n) : r_(rnic) {
+    ri_err_data_t err = 0;
+    try {
+        ri_cq_attr_t ca{};
+        ca.num_cqe = 256;  // nothing is posted: only the CQ the QPs need
+        ck(ri_cq_create(r_.rnic, &ca, &cq_, nullptr, nullptr, &err), "ri_cq_create");
+        qps_.reserve(n);
+        for (size_t i = 0; i < n; ++i) {
+            // dtestcm's endpoints: one request, one receive, one segment, 4 reads each way.
+            ri_qp_attr_t qa{};
+            qa.scq.scq_handle = cq_;
+            qa.rcq.rcq_handle = cq_;
+            qa.pd = r_.pd;
+            qa.sq_size = 1;
+            qa.rq_size = 1;
+            qa.sq_max_sges = 1;
+            qa.sq_max_sges_rdmaw = 1;
+            qa.rq_max_sges = 1;
+            qa.enable_rdma_read = 1;
+            qa.enable_rdma_write = 1;
+            qa.max_rdma_read_outgoing = 4;
+            qa.max_rdma_read_incoming = 4;
+            ri_qp_handle_t qp = nullptr;
+            ck(ri_qp_create(r_.rnic, &qa, &qp, nullptr, nullptr, &err), "ri_qp_create");
+            qps_.push_back(qp);
+        }
+    } catch (...) {
+        close();
+        throw;
+    }
+}
+
+QpSet::~QpSet() {
+    close();
+}
+
+void QpSet::close() {
+    ri_err_data_t err = 0;
+    for (ri_qp_handle_t qp : qps_)
+        ri_qp_destroy(r_.rnic, qp, &err);
+    qps_.clear();
+    if (cq_) ri_cq_destroy(r_.rnic, cq_, &err);
+    cq_ = nullptr;
+}
+
+std::vector<uint8_t> QpSet::private_data(bool server) {
+    // dtestcm sends 1..48 and its server answers each byte plus one.
+    std::vector<uint8_t> p(48);
+    for (size_t i = 0; i < p.size(); ++i)
+        p[i] = static_cast<uint8_t>(i + (server ? 2 : 1));
+    return p;
+}
+
+bool QpSet::peer_data_ok(const std::vector<uint8_t> &peer, bool peer_is_server) {
+    return peer == private_data(peer_is_server);
+}
+
+void QpSet::start(size_t i, Link link) {
+    if (i >= qps_.size()) throw BenchError("more connections than QPs");
+    ri_err_data_t err = 0;
+    ri_qp_attr_t qa{};
+    qa.state = RI_QP_STATE_READY_TO_SEND;
+    qa.qp_xport.qp_iwarp.llp_stream_handle = link.llp();
+    ck(ri_qp_modify(
+           r_.rnic, qps_[i],
+           static_cast<ri_qp_attr_mask_t>(RI_QP_ATTR_NEXT_STATE | RI_QP_ATTR_LLQ_STREAM_HANDLE),
+           &qa, &err),
+       "ri_qp_modify(RTS)");
+    link.claimed();
+}
+
 // ---------------------------------------------------------------------- RdmaSession
 
 RdmaSession::RdmaSession(Rnic &rnic, Op op, size_t size, unsigned window, WaitPolicy wait,

@@ -48,6 +48,30 @@ class Rnic {
     void close();
 };
 
+// Connection set-up runs (--connections): `n` QPs created up front on one CQ, each moved to
+// RTS on a link as its connection is established; no data moves. Destroying the set
+// destroys the QPs (their streams close).
+class QpSet {
+  public:
+    QpSet(Rnic &rnic, size_t n);
+    ~QpSet();
+    QpSet(const QpSet &) = delete;
+    QpSet &operator=(const QpSet &) = delete;
+
+    // The private data each side sends (dtestcm's 48 bytes) and the check of the peer's.
+    static std::vector<uint8_t> private_data(bool server);
+    static bool peer_data_ok(const std::vector<uint8_t> &peer, bool peer_is_server);
+    // QP `i` takes `link` (ri_qp_modify to RTS).
+    void start(size_t i, Link link);
+    size_t size() const { return qps_.size(); }
+
+  private:
+    void close();
+    Rnic &r_;
+    ri_cq_handle_t cq_ = nullptr;
+    std::vector<ri_qp_handle_t> qps_;
+};
+
 class RdmaSession final : public Session {
   public:
     RdmaSession(Rnic &rnic, Op op, size_t size, unsigned window, WaitPolicy wait, bool server,

@@ -94,7 +94,9 @@ void print_table(const Report &r) {
             std::printf(" %10.3f %10.3f", row.p50().med, row.p99().med);
         else
             std::printf(" %10s %10s", "-", "-");
-        if (row.has_bw())
+        if (row.has_bw() && row.no_bytes)
+            std::printf(" %9s %9.4f", "-", row.mops().med);
+        else if (row.has_bw())
             std::printf(" %9.3f %9.4f", row.gbps().med, row.mops().med);
         else
             std::printf(" %9s %9s", "-", "-");
@@ -146,7 +148,10 @@ void print_json(const Report &r) {
                  ",\"lat_p50_us_min\":" + num(p50.min) + ",\"lat_p50_us_max\":" + num(p50.max) +
                  ",\"lat_iters\":" + std::to_string(row.lat_iters());
         }
-        if (row.has_bw()) {
+        if (row.has_bw() && row.no_bytes) {
+            s += ",\"rate_mops\":" + num(row.mops().med) +
+                 ",\"bw_iters\":" + std::to_string(row.bw_iters());
+        } else if (row.has_bw()) {
             Spread g = row.gbps();
             s += ",\"bw_gbps\":" + num(g.med) + ",\"bw_gbps_min\":" + num(g.min) +
                  ",\"bw_gbps_max\":" + num(g.max) + ",\"rate_mops\":" + num(row.mops().med) +

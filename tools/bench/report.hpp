@@ -24,6 +24,7 @@ struct Row {
     size_t size = 0;
     std::string lat_kind;  // one-way, round-trip, post-to-completion
     bool reference = false;
+    bool no_bytes = false;  // a rate of events that move no data (connect): no GB/s
     std::vector<Measurement> rounds;
     std::vector<double> memcpy_gbps;  // loopback: the memcpy of the same size, per round
 

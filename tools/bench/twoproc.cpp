@@ -11,6 +11,8 @@
 //   SETUP rdma <op> <size> <window> <lat wait> <bw wait>   (waits: spin|yield)
 //                                    -> OK (server waits for the QP connection) ... READY
 //   SETUP rawpp|rawstream <size>     -> OK (server accepts the raw socket) ... READY
+//   SETUP conns <n>                  -> OK (server has n QPs, accepts n requests in turn,
+//                                       each QP to RTS once established) ... READY
 //   PHASE lat|bw <n>                 -> GO, then both sides run n operations
 //   TEARDOWN                         -> OK
 //   BYE                              -> OK
@@ -146,6 +148,7 @@ int run_server(const Options &o) {
         if (ctl->pending()) throw BenchError("the client stopped the test");
     };
     std::unique_ptr<Session> session;
+    std::unique_ptr<QpSet> conns;  // a connection set-up run's QPs, until TEARDOWN
     try {
         Rnic rnic("bench-server-" + std::to_string(::getpid()));
         auto hello = words_of(ctl->recv(std::chrono::seconds(30)), 3);
@@ -162,8 +165,22 @@ int run_server(const Options &o) {
             auto w = words_of(line, 1);
             if (w[0] == "SETUP") {
                 session.reset();
+                conns.reset();
                 w = words_of(line, 3);
-                if (w[1] == "rdma") {
+                if (w[1] == "conns") {
+                    size_t n = parse_u64(w[2], "connection count");
+                    if (n == 0 || n > 10000) throw BenchError("connection count out of range");
+                    conns = std::make_unique<QpSet>(rnic, n);
+                    ctl->send("OK");
+                    auto links =
+                        connector->accept_many(n, QpSet::private_data(true), kSetupTimeout);
+                    for (size_t i = 0; i < links.size(); ++i) {
+                        if (!QpSet::peer_data_ok(links[i].peer_data(), false))
+                            throw BenchError("connection " + std::to_string(i + 1) +
+                                             ": the client's private data is not dtestcm's");
+                        conns->start(i, std::move(links[i]));
+                    }
+                } else if (w[1] == "rdma") {
                     w = words_of(line, 7);
                     size_t size = parse_u64(w[3], "size");
                     auto window = static_cast<unsigned>(parse_u64(w[4], "window"));
@@ -192,9 +209,11 @@ int run_server(const Options &o) {
                 if (!session->passive(ph)) session->run(ph, n);
             } else if (w[0] == "TEARDOWN") {
                 session.reset();
+                conns.reset();
                 ctl->send("OK");
             } else if (w[0] == "BYE") {
                 session.reset();
+                conns.reset();
                 ctl->send("OK");
                 break;
             } else {
@@ -203,6 +222,7 @@ int run_server(const Options &o) {
         }
     } catch (const std::exception &e) {
         session.reset();
+        conns.reset();
         try {
             ctl->send(std::string("ERR ") + e.what());
         } catch (...) {
@@ -295,6 +315,9 @@ class Client {
         return w;
     }
     Measurement run_spec(const Spec &s);
+    // Connection set-up mode: one round of o_.connections connections.
+    Measurement run_connections();
+    Report connections_report();
     PhaseResult run_phase(Session &s, Phase ph, uint64_t n) {
         ctl_->send(std::string("PHASE ") + (ph == Phase::Lat ? "lat " : "bw ") + std::to_string(n));
         expect("GO");
@@ -378,6 +401,67 @@ Measurement Client::run_spec(const Spec &s) {
     return m;
 }
 
+Measurement Client::run_connections() {
+    const size_t n = o_.connections;
+    QpSet qps(*rnic_, n);  // created before the clock starts, as dtestcm's endpoints are
+    ctl_->send("SETUP conns " + std::to_string(n));
+    expect("OK");
+    const auto mine = QpSet::private_data(false);
+    auto t0 = Clock::now();
+    for (size_t done = 0; done < n;) {
+        size_t b = std::min<size_t>(o_.burst, n - done);
+        auto links = connector_->connect_many(host_, endpoint_, b, mine, kSetupTimeout);
+        for (auto &link : links) {
+            if (!QpSet::peer_data_ok(link.peer_data(), true))
+                throw BenchError("connection " + std::to_string(done + 1) +
+                                 ": the server's private data is not dtestcm's answer");
+            qps.start(done++, std::move(link));
+        }
+    }
+    double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    expect("READY");  // the server has every QP in RTS too
+    ctl_->send("TEARDOWN");
+    expect("OK");
+    Measurement m;
+    m.has_lat = m.has_bw = true;
+    m.p50_us = m.p99_us = secs * 1e6 / static_cast<double>(n);
+    m.mops = static_cast<double>(n) / secs / 1e6;
+    m.lat_iters = m.bw_iters = n;
+    return m;
+}
+
+Report Client::connections_report() {
+    Report rep;
+    rep.transport = transport_;
+    rep.describe = connector_->describe();
+    rep.where = o_.role == Role::Both
+                    ? "client and server processes on 127.0.0.1 (server started by this command)"
+                    : "client of the server at " + host_ + " port " + std::to_string(port_);
+    rep.rounds = o_.rounds ? o_.rounds : 3;
+    rep.sizing = "connection set-up: " + std::to_string(o_.connections) +
+                 " connections per round in bursts of " + std::to_string(o_.burst);
+    Row row;
+    row.name = "connect";
+    row.label = "connect";
+    row.size = o_.connections;
+    row.lat_kind = "per connection";
+    row.no_bytes = true;
+    Progress bar(rep.rounds, o_.progress);
+    for (unsigned r = 0; r < rep.rounds; ++r) {
+        bar.step("connect round " + std::to_string(r + 1));
+        row.rounds.push_back(run_connections());
+    }
+    bar.finish();
+    rep.rows.push_back(std::move(row));
+    rep.notes = {
+        "connect: the client's time from its first connect to its last QP in RTS, divided by",
+        "         the connections (bytes column: how many; p50 = p99: the round's mean);",
+        "         Mmsg/s: million connections per second. dtestcm's pattern: connects in",
+        "         bursts, each burst waited for; the server accepts each request in turn; every",
+        "         QP created beforehand; 48 bytes of private data each way, checked."};
+    return rep;
+}
+
 const char *op_label(Op op) {
     switch (op) {
         case Op::Send:
@@ -423,6 +507,26 @@ Report Client::run() {
     endpoint_ = hello[1];
     raw_port_ = static_cast<uint16_t>(parse_u64(hello[2], "raw port"));
     rnic_ = std::make_unique<Rnic>("bench-client-" + std::to_string(::getpid()));
+    if (o_.connections) {
+        ForeignLoad load;
+        Report rep = connections_report();
+        ctl_->send("BYE");
+        expect("OK");
+        ctl_.reset();
+        if (child_ && !child_->stop())
+            std::fprintf(stderr, "softrnic: warning: the server process did not exit cleanly\n");
+        if (child_) rep.foreign_cpus = load.cpus();
+        if (rep.foreign_cpus >= 0.2) {
+            char b[200];
+            std::snprintf(b, sizeof b,
+                          "WARNING: other processes kept %.1f CPUs busy on average during this "
+                          "run: the figures are noisy.",
+                          rep.foreign_cpus);
+            rep.notes.push_back(b);
+            rep.warnings.push_back(b);
+        }
+        return rep;
+    }
 
     // The report's rows: softrnic first, references after; the run order (`plan`) puts
     // each reference next to the softrnic row it is compared with.
