@@ -9,6 +9,10 @@
 # both with --size 8,1048576 --ops send,write,read, then prints for every operation and
 # size the median over rounds of each side and the median of the per-round ratios
 # (DAT cost: latency dat/rnicpi, bandwidth rnicpi/dat; above 1 means DAT is slower).
+# Connection set-up the same way, when Debian's dtestcm is installed (dapl2-utils):
+#   softrnic bench --transport X --connections N --rounds 1 --json   (dtestcm's pattern)
+#   dtestcm -s / dtestcm -h 127.0.0.1, -P softrnic-X -c N             (our libdat2)
+# each side's time per connection (the client's).
 #
 # usage: bench/dat_vs_rnicpi.sh [--rounds N] [--time S | --iters N] [--transports LIST]
 #                               [--dat-args ARGS] [--build-dir DIR] [--no-install]
@@ -17,6 +21,7 @@
 #   --time S          seconds per measurement (default 0.2, softrnic bench's default)
 #   --iters N         operations per measurement instead of --time
 #   --transports L    space- or comma-separated (default "shm tcp")
+#   --conns N         connections per connection set-up run (default 1000; 0: skip them)
 #   --dat-args ARGS   extra dat_bench options, e.g. "--evd shared" (one EVD for requests
 #                     and receives, as softrnic bench's one CQ)
 #   --build-dir D     where softrnic and dat_bench are built (default build/release; built
@@ -31,6 +36,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 rounds=5
 sizing=(--time 0.2)
 transports="shm tcp"
+conns=1000
 dat_args=()
 build="$root/build/release"
 install=1
@@ -41,15 +47,17 @@ while [ $# -gt 0 ]; do
     --time) sizing=(--time "$2"); shift 2 ;;
     --iters) sizing=(--iters "$2"); shift 2 ;;
     --transports) transports=${2//,/ }; shift 2 ;;
+    --conns) conns=$2; shift 2 ;;
     --dat-args) read -r -a dat_args <<<"$2"; shift 2 ;;
     --build-dir) build=$(cd "$2" && pwd); shift 2 ;;
     --no-install) install=0; shift ;;
     --keep) keep=$2; shift 2 ;;
-    -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "dat_vs_rnicpi.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
 case "$rounds" in '' | *[!0-9]* | 0) echo "dat_vs_rnicpi.sh: bad --rounds" >&2; exit 2 ;; esac
+case "$conns" in '' | *[!0-9]*) echo "dat_vs_rnicpi.sh: bad --conns" >&2; exit 2 ;; esac
 
 log() { echo "dat_vs_rnicpi.sh: $*" >&2; }
 
@@ -80,6 +88,13 @@ warnings="$tmp/warnings"
 "$softrnic" dat-conf >"$tmp/dat.conf"
 export DAT_OVERRIDE="$tmp/dat.conf"
 
+dtestcm=$(command -v dtestcm || true)
+if [ "$conns" -gt 0 ] && [ -z "$dtestcm" ]; then
+    log "dtestcm not installed (apt-get install dapl2-utils): no connection set-up rows"
+    conns=0
+fi
+registry="$build/src/dat/registry"  # our libdat2.so.2, for dtestcm
+
 sizes=8,1048576
 ops=send,write,read
 failures=0
@@ -104,6 +119,34 @@ record() {
     jq -r --arg w "$2 $3 round $1" '.warnings[] | "\($w): \(.)"' "$4" >>"$warnings"
 }
 
+# run_conns ROUND IMPL XPORT: one connection set-up run; key IMPL_XPORT_connect_N_lat =
+# microseconds per connection (the client's time over the connections).
+run_conns() {
+    local r=$1 impl=$2 x=$3 out="$tmp/conns_$2_$3" us=
+    if [ "$impl" = rnicpi ]; then
+        if timeout 300 "$softrnic" bench --transport "$x" --connections "$conns" --rounds 1 \
+            --json --no-progress >"$out.json" 2>"$out.err"; then
+            us=$(jq -r '.results[0].lat_p50_us' "$out.json")
+        fi
+    else
+        LD_LIBRARY_PATH="$registry" timeout 300 "$dtestcm" -s -P "softrnic-$x" -c "$conns" \
+            >"$out.server" 2>&1 &
+        local spid=$!
+        sleep 0.5
+        if LD_LIBRARY_PATH="$registry" timeout 300 "$dtestcm" -h 127.0.0.1 -P "softrnic-$x" \
+            -c "$conns" >"$out.err" 2>&1 && wait "$spid"; then
+            us=$(awk '/Connections:/ {print $2; exit}' "$out.err")
+        fi
+        wait "$spid" 2>/dev/null || true
+    fi
+    if [ -n "$us" ] && awk -v v="$us" 'BEGIN {exit !(v > 0)}'; then
+        echo "$r ${impl}_${x}_connect_${conns}_lat $us" >>"$results"
+    else
+        failures=$((failures + 1))
+        log "round $r: $impl $x connection set-up failed: $(tail -1 "$out.err" 2>/dev/null)"
+    fi
+}
+
 # run ROUND IMPL XPORT
 run() {
     local r=$1 impl=$2 x=$3 out="$tmp/$2_$3.json"
@@ -124,6 +167,9 @@ run() {
 
 steps=()
 for x in $transports; do steps+=("rnicpi $x" "dat $x"); done
+if [ "$conns" -gt 0 ]; then
+    for x in $transports; do steps+=("rnicpi-conns $x" "dat-conns $x"); done
+fi
 
 hz=$(getconf CLK_TCK)
 start=$(date +%s.%N)
@@ -137,7 +183,10 @@ for r in $(seq 1 "$rounds"); do
     fi
     for s in "${order[@]}"; do
         [ -t 2 ] && printf '\rround %d/%d: %-12s' "$r" "$rounds" "$s" >&2
-        run "$r" "${s% *}" "${s#* }"
+        case "${s% *}" in
+        *-conns) run_conns "$r" "${s%-conns *}" "${s#* }" ;;
+        *) run "$r" "${s% *}" "${s#* }" ;;
+        esac
     done
 done
 [ -t 2 ] && printf '\r%40s\r' '' >&2
@@ -204,6 +253,17 @@ for x in $transports; do
         done
     done
 done
+if [ "$conns" -gt 0 ]; then
+    for x in $transports; do
+        a="rnicpi_${x}_connect_${conns}_lat" b="dat_${x}_connect_${conns}_lat"
+        q=$(ratio "$b" "$a")
+        printf '%-5s %-10s %8s  %-15s %10s %10s  %-6s %s\n' "$x" connect "$conns" "us per conn" \
+            "$(first "$(median "$a")")" "$(first "$(median "$b")")" "$(first "$q")" \
+            "$(spread "$q")"
+    done
+    echo "(connect: softrnic bench --connections $conns against Debian's dtestcm -c $conns through"
+    echo "our libdat2: both connect in bursts of 100, the server accepts each request in turn.)"
+fi
 if [ "$failures" -gt 0 ]; then
     echo
     echo "$failures run(s) failed (see the messages above)."
