@@ -5,6 +5,10 @@
 #   connections_shm, connections_tcp
 #                   softrnic bench --connections 60 --burst 16 over that transport (3 full
 #                   bursts and a partial one, 2 rounds, so the server serves several SETUPs)
+#   connections_fd_limit
+#                   300 shm connections under a soft descriptor limit of 256: the command
+#                   raises it towards the hard limit (exit 77, a skip, when the hard limit
+#                   itself is too low)
 # The JSON goes through CHECKER (a cmake -P script) for well-formedness and contents.
 set -euo pipefail
 mode=$1 softrnic=$2 cmake=$3 checker=$4
@@ -48,6 +52,19 @@ connections_shm | connections_tcp)
         --rounds 2 --json --no-progress >"$tmp/out.json"
     cat "$tmp/out.json"
     exec "$cmake" -DJSON_FILE="$tmp/out.json" -DCONNS=60 \
+        -P "$(dirname "$checker")/check_connect_json.cmake"
+    ;;
+connections_fd_limit)
+    hard=$(ulimit -Hn)
+    if [ "$hard" != unlimited ] && [ "$hard" -lt 1000 ]; then
+        echo "SKIP: hard descriptor limit $hard"
+        exit 77
+    fi
+    ulimit -Sn 256
+    "$softrnic" bench --transport shm --connections 300 --rounds 1 --json --no-progress \
+        >"$tmp/out.json"
+    cat "$tmp/out.json"
+    exec "$cmake" -DJSON_FILE="$tmp/out.json" -DCONNS=300 \
         -P "$(dirname "$checker")/check_connect_json.cmake"
     ;;
 *)

@@ -52,6 +52,24 @@ constexpr uint16_t kMaxReadDepth = 128;  // engine limit per QP (IRD and ORD)
 
 enum class Kind : uint8_t { Rdma, RawPingPong, RawStream };
 
+// A connection set-up run of `n` connections holds every one open at once: a socket and,
+// over shm, a pidfd each, per process. Debian's default soft limit (1,024 descriptors)
+// stops shm at about 500, so the soft limit is raised towards the hard one; a hard limit
+// too low for the run is an error that says so, not a failed connection.
+void ensure_descriptors_for(size_t n) {
+    const rlim_t need = static_cast<rlim_t>(3 * n + 64);
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need) return;
+    rlimit want = rl;
+    want.rlim_cur = rl.rlim_max == RLIM_INFINITY ? need : std::min(need, rl.rlim_max);
+    if (::setrlimit(RLIMIT_NOFILE, &want) == 0) rl = want;
+    if (rl.rlim_cur < need)
+        throw BenchError(std::to_string(n) + " connections need about " + std::to_string(need) +
+                         " file descriptors per process; the limit is " +
+                         std::to_string(rl.rlim_cur) + " (ulimit -n, hard limit " +
+                         std::to_string(rl.rlim_max) + ")");
+}
+
 struct Spec {
     Kind kind;
     Op op;
@@ -170,6 +188,7 @@ int run_server(const Options &o) {
                 if (w[1] == "conns") {
                     size_t n = parse_u64(w[2], "connection count");
                     if (n == 0 || n > 10000) throw BenchError("connection count out of range");
+                    ensure_descriptors_for(n);
                     conns = std::make_unique<QpSet>(rnic, n);
                     ctl->send("OK");
                     auto links =
@@ -403,6 +422,7 @@ Measurement Client::run_spec(const Spec &s) {
 
 Measurement Client::run_connections() {
     const size_t n = o_.connections;
+    ensure_descriptors_for(n);
     QpSet qps(*rnic_, n);  // created before the clock starts, as dtestcm's endpoints are
     ctl_->send("SETUP conns " + std::to_string(n));
     expect("OK");
