@@ -88,6 +88,13 @@ class PidFd {
     int fd_ = -1;
 };
 
+// The pidfd of process `pid`, shared by every link to that process: 1,000 connections to
+// one peer then hold 1,000 descriptors (their sockets), not 2,000, which kept a process
+// under Debian's default limit of 1,024 from making 1,000 shm connections (dtestcm -c 1000).
+// A cached pidfd is reused only while its process is alive; once it exited (the pid may
+// now name another process) a fresh one is opened. Null when pidfd_open fails.
+std::shared_ptr<const PidFd> shared_pidfd(pid_t pid);
+
 // The responder's hello, kept until the stream is handed over (Handshake::start with
 // defer_hello): the message bytes and the segment's memfd, which travels with it.
 struct DeferredHello {
@@ -128,7 +135,9 @@ struct Link {
     Mapping mine;
     Mapping peer;
     pid_t peer_pid = 0;
-    PidFd peer_pidfd;  // with cma: checked before each process_vm_* on peer_pid
+    std::shared_ptr<const PidFd> peer_pidfd;  // with cma: checked before each process_vm_*
+    // False once the peer process exited (true without a pidfd: nothing to check against).
+    bool peer_alive() const { return !peer_pidfd || peer_pidfd->alive(); }
     bool cma = false;
     DeferredHello hello;  // the responder's, until the stream is handed over
     // The peer's segment at the peer's own address (from its hello). Only meaningful when

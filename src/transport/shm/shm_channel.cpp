@@ -1098,7 +1098,7 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
                 local[nlocal++] = {&last, 1};
             }
             bool ok = true;
-            if (!link_->peer_pidfd.alive()) {
+            if (!link_->peer_alive()) {
                 ok = false;  // the peer exited: its pid may already name another process
             } else if (!staged) {
                 ssize_t got =
@@ -1130,7 +1130,7 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
                         base = e;
                     }
                     iovec l{my_bounce_, static_cast<size_t>(n)};
-                    ok = link_->peer_pidfd.alive() &&
+                    ok = link_->peer_alive() &&
                          ::process_vm_readv(link_->peer_pid, &l, 1, part.data(), np, 0) ==
                              static_cast<ssize_t>(n);
                     if (ok) {
@@ -1194,7 +1194,7 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
                 return true;
             }
             iovec l{src.ptr, static_cast<size_t>(h.b)};
-            ssize_t put = link_->peer_pidfd.alive()
+            ssize_t put = link_->peer_alive()
                               ? ::process_vm_writev(link_->peer_pid, &l, 1, iov.data(), niov, 0)
                               : -1;
             ep_->rx_tagged_release(ref);

@@ -14,7 +14,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <random>
+#include <unordered_map>
 
 #include "transport/shm/link.hpp"
 #include "transport/shm/shm.hpp"
@@ -166,7 +168,7 @@ struct Handshake::State {
     Mapping mine, peer;
     uint64_t peer_canon = 0;
     pid_t peer_pid = 0;
-    PidFd peer_pidfd;
+    std::shared_ptr<const PidFd> peer_pidfd;
     bool allow_cma = true;
     bool cma = false;
     uint64_t probe = 0;
@@ -324,7 +326,7 @@ Handshake::Step Handshake::receive(int sock) {
         // Pin the process first, then prove it is the peer (it holds the random probe
         // value): CMA by pid is then checked against this pidfd before every use, so a
         // recycled pid never gets our reads or writes.
-        s.peer_pidfd = PidFd(static_cast<int>(::syscall(SYS_pidfd_open, s.peer_pid, 0)));
+        s.peer_pidfd = shared_pidfd(s.peer_pid);
         uint64_t v = 0;
         iovec l{&v, sizeof v};
         iovec r{reinterpret_cast<void *>(static_cast<uintptr_t>(hello.probe_addr)), sizeof v};
@@ -332,6 +334,24 @@ Handshake::Step Handshake::receive(int sock) {
             ::process_vm_readv(s.peer_pid, &l, 1, &r, 1, 0) == sizeof v && v == hello.probe_value;
     }
     return Step::Done;
+}
+
+std::shared_ptr<const PidFd> shared_pidfd(pid_t pid) {
+    // Never destroyed: links may outlive static destruction order (they only hold their own
+    // shared_ptr; the map holds weak ones).
+    static auto *mu = new std::mutex;
+    static auto *cache = new std::unordered_map<pid_t, std::weak_ptr<const PidFd>>;
+    std::lock_guard lk(*mu);
+    auto it = cache->find(pid);
+    if (it != cache->end())
+        if (auto p = it->second.lock(); p && p->valid() && p->alive()) return p;
+    int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (fd < 0) return nullptr;
+    auto p = std::make_shared<const PidFd>(fd);
+    if (cache->size() >= 64)
+        std::erase_if(*cache, [](const auto &kv) { return kv.second.expired(); });
+    (*cache)[pid] = p;
+    return p;
 }
 
 ri_llp_stream_handle_t Handshake::adopt(int sock, uint64_t key) {
