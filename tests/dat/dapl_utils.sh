@@ -32,6 +32,18 @@ fi
 results="$out/results.txt"
 : > "$results"
 conns=${DTESTCM_CONNS:-1000}
+# dtestcm holds every connection open at once (a socket each, plus the segment descriptors
+# of shm connections still being set up): Debian's default soft limit of 1,024 descriptors
+# is too low for 1,000. Raise it towards the hard limit, as the README tells users to.
+want=$((4 * conns + 64))
+hard=$(ulimit -Hn)
+if [ "$(ulimit -Sn)" != unlimited ] && [ "$(ulimit -Sn)" -lt "$want" ]; then
+    if [ "$hard" = unlimited ] || [ "$hard" -ge "$want" ]; then
+        ulimit -Sn "$want"
+    else
+        ulimit -Sn "$hard"
+    fi
+fi
 failures=0
 passes=0
 

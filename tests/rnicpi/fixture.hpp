@@ -7,6 +7,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <rnicpi/rnicpi.h>
 #include <softrnic/softrnic.h>
@@ -24,6 +25,19 @@
 #include <vector>
 
 namespace rt {
+
+// Raises this process's soft descriptor limit to at least `need` (up to the hard limit),
+// for tests that hold many connections at once (a socket each per process): Debian's
+// default soft limit of 1,024 is below what 1,000 connections need. Children forked
+// afterwards inherit it. False when the hard limit is too low (the caller skips).
+inline bool raise_fd_limit(rlim_t need) {
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return false;
+    if (rl.rlim_cur >= need) return true;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) return false;
+    rl.rlim_cur = need;
+    return ::setrlimit(RLIMIT_NOFILE, &rl) == 0;
+}
 
 using Clock = std::chrono::steady_clock;
 // Upper bound for anything the engine does asynchronously in these tests.

@@ -467,6 +467,7 @@ TEST(Memory, PerConnection) {
 // 1,000 connections between two processes, one small message each.
 TEST(Scale, ThousandConnections) {
     constexpr int kN = 1000;
+    if (!raise_fd_limit(4 * kN)) GTEST_SKIP() << "the hard descriptor limit is below " << 4 * kN;
     Snapshot before;
     {
         Child child({"serve", std::to_string(kN)});
