@@ -338,6 +338,11 @@ class Client {
     // Connection set-up mode: one round of o_.connections connections.
     Measurement run_connections();
     Report connections_report();
+    // A report with this run's header fields filled in.
+    Report new_report() const;
+    // Ends the run: BYE, the spawned server reaped, other processes' CPU use recorded (and
+    // warned about when it makes the figures noisy).
+    void finish(Report &rep, const ForeignLoad &load);
     PhaseResult run_phase(Session &s, Phase ph, uint64_t n) {
         ctl_->send(std::string("PHASE ") + (ph == Phase::Lat ? "lat " : "bw ") + std::to_string(n));
         expect("GO");
@@ -451,7 +456,7 @@ Measurement Client::run_connections() {
     return m;
 }
 
-Report Client::connections_report() {
+Report Client::new_report() const {
     Report rep;
     rep.transport = transport_;
     rep.describe = connector_->describe();
@@ -459,6 +464,30 @@ Report Client::connections_report() {
                     ? "client and server processes on 127.0.0.1 (server started by this command)"
                     : "client of the server at " + host_ + " port " + std::to_string(port_);
     rep.rounds = o_.rounds ? o_.rounds : 3;
+    return rep;
+}
+
+void Client::finish(Report &rep, const ForeignLoad &load) {
+    ctl_->send("BYE");
+    expect("OK");
+    ctl_.reset();
+    if (child_ && !child_->stop())
+        std::fprintf(stderr, "softrnic: warning: the server process did not exit cleanly\n");
+    if (!child_) return;
+    rep.foreign_cpus = load.cpus();
+    if (rep.foreign_cpus >= 0.2) {
+        char b[200];
+        std::snprintf(b, sizeof b,
+                      "WARNING:   other processes kept %.1f CPUs busy on average during this run:"
+                      " the figures are noisy.",
+                      rep.foreign_cpus);
+        rep.notes.push_back(b);
+        rep.warnings.push_back(b);
+    }
+}
+
+Report Client::connections_report() {
+    Report rep = new_report();
     rep.sizing = "connection set-up: " + std::to_string(o_.connections) +
                  " connections per round in bursts of " + std::to_string(o_.burst);
     Row row;
@@ -531,33 +560,13 @@ Report Client::run() {
     if (o_.connections) {
         ForeignLoad load;
         Report rep = connections_report();
-        ctl_->send("BYE");
-        expect("OK");
-        ctl_.reset();
-        if (child_ && !child_->stop())
-            std::fprintf(stderr, "softrnic: warning: the server process did not exit cleanly\n");
-        if (child_) rep.foreign_cpus = load.cpus();
-        if (rep.foreign_cpus >= 0.2) {
-            char b[200];
-            std::snprintf(b, sizeof b,
-                          "WARNING: other processes kept %.1f CPUs busy on average during this "
-                          "run: the figures are noisy.",
-                          rep.foreign_cpus);
-            rep.notes.push_back(b);
-            rep.warnings.push_back(b);
-        }
+        finish(rep, load);
         return rep;
     }
 
     // The report's rows: softrnic first, references after; the run order (`plan`) puts
     // each reference next to the softrnic row it is compared with.
-    Report rep;
-    rep.transport = transport_;
-    rep.describe = connector_->describe();
-    rep.where = o_.role == Role::Both
-                    ? "client and server processes on 127.0.0.1 (server started by this command)"
-                    : "client of the server at " + host_ + " port " + std::to_string(port_);
-    rep.rounds = o_.rounds ? o_.rounds : 3;
+    Report rep = new_report();
     rep.window = window_;
     rep.sizing = o_.iters ? std::to_string(o_.iters) +
                                 " operations per measurement, after a "
@@ -631,13 +640,6 @@ Report Client::run() {
         }
     }
     progress.finish();
-    ctl_->send("BYE");
-    expect("OK");
-    ctl_.reset();
-    if (child_ && !child_->stop())
-        std::fprintf(stderr, "softrnic: warning: the server process did not exit cleanly\n");
-    const double foreign = child_ ? load.cpus() : 0;
-    if (child_) rep.foreign_cpus = foreign;
 
     auto paired = [&](std::optional<size_t> a, std::optional<size_t> b, bool lat) {
         std::optional<Spread> out;
@@ -679,15 +681,7 @@ Report Client::run() {
             "NOTE:      --lat-wait yield: softrnic's latency loops yield the CPU when their poll "
             "is empty; the raw TCP ping-pong still spins, so the latency ratio is not a like "
             "for like comparison.");
-    if (foreign >= 0.2) {
-        char b[200];
-        std::snprintf(b, sizeof b,
-                      "WARNING:   other processes kept %.1f CPUs busy on average during this run:"
-                      " the figures are noisy.",
-                      foreign);
-        rep.notes.push_back(b);
-        rep.warnings.push_back(b);
-    }
+    finish(rep, load);
     return rep;
 }
 
