@@ -43,16 +43,22 @@ class HandleTable {
         if (h == nullptr) return false;
         const uint64_t epoch = epoch_.load(std::memory_order_acquire);
         Remembered &mem = remembered();
-        for (const Remembered::Entry &e : mem.entries)
+        Remembered::Set &set = mem.set_for(h);
+        for (const Remembered::Entry &e : set.ways)
             if (e.handle == h && e.table == id_ && e.epoch == epoch)
                 return kind < 0 || e.kind == kind;
+        ++mem.misses;
         std::shared_lock lk(mu_);
         auto it = live_.find(const_cast<void *>(h));
         if (it == live_.end()) return false;
         // The epoch read under the lock: no removal can be between it and the lookup.
-        mem.put(h, id_, it->second, epoch_.load(std::memory_order_relaxed));
+        // The newest answer goes first; the one it displaces stays as the second way.
+        set.ways[1] = set.ways[0];
+        set.ways[0] = Remembered::Entry{h, id_, epoch_.load(std::memory_order_relaxed), it->second};
         return kind < 0 || it->second == kind;
     }
+    // Lookups on this thread, of any table, that the per-thread cache could not answer.
+    static uint64_t thread_misses() { return remembered().misses; }
     std::size_t live_count() const {
         std::shared_lock lk(mu_);
         return live_.size();
@@ -88,9 +94,11 @@ class HandleTable {
     }
 
   private:
-    // Per thread: the last handles found live (a consumer polls a request and a receive
-    // EVD and posts to an EP or two). Keyed by the table's id too, so that entries of a
-    // destroyed table can never match a new one at the same address.
+    // Per thread: handles found live, in a small 2-way set-associative cache (two probes
+    // per lookup). A program posts to and polls a handful of objects in its loop, but an
+    // MPI rank may cycle through dozens of EPs; the 4-entry list this replaces was scanned
+    // in full on every call and thrashed past 4 handles. Keyed by the table's id too, so
+    // that entries of a destroyed table can never match a new one at the same address.
     struct Remembered {
         struct Entry {
             const void *handle = nullptr;
@@ -98,11 +106,16 @@ class HandleTable {
             uint64_t epoch = 0;
             int kind = -1;
         };
-        Entry entries[4];
-        unsigned next = 0;
-        void put(const void *h, uint64_t table, int kind, uint64_t epoch) {
-            entries[next] = Entry{h, table, epoch, kind};
-            next = (next + 1) % 4;
+        struct Set {
+            Entry ways[2];
+        };
+        static constexpr unsigned kSetBits = 5;
+        Set sets[1u << kSetBits];
+        uint64_t misses = 0;
+        Set &set_for(const void *h) {
+            // Fibonacci hashing of the address: heap objects differ in their middle bits.
+            const auto key = uint64_t(reinterpret_cast<uintptr_t>(h) >> 4);
+            return sets[(key * 0x9E3779B97F4A7C15ull) >> (64 - kSetBits)];
         }
     };
     static Remembered &remembered() {

@@ -268,12 +268,15 @@ void pull_cq_locked(Evd *evd, std::vector<Ep *> *broken) {
         if (ri_cq_poll(evd->ia->rnic, evd->cq, wcs, &n, &e) != RI_RET_SUCCESS || n == 0) return;
         for (uint_t i = 0; i < n; ++i) {
             const ri_rc_wc_t &wc = wcs[i].rc_wc;
-            DAT_EVENT ev{};
+            DAT_EVENT &ev = evd->q.emplace_back();
             ev.evd_handle = evd;
             DAT_DTO_COMPLETION_STATUS st = map_status(wc.op_status);
             if (wc.op_type == RI_WC_TYPE_BIND) {
                 auto *rmr = reinterpret_cast<Rmr *>(static_cast<uintptr_t>(wc.id));
-                if (!handles().valid(rmr, DAT_HANDLE_TYPE_RMR)) continue;
+                if (!handles().valid(rmr, DAT_HANDLE_TYPE_RMR)) {
+                    evd->q.pop_back();
+                    continue;
+                }
                 ev.event_number = DAT_RMR_BIND_COMPLETION_EVENT;
                 ev.event_data.rmr_completion_event_data.rmr_handle = rmr;
                 ev.event_data.rmr_completion_event_data.user_cookie = rmr->cookie;
@@ -282,7 +285,10 @@ void pull_cq_locked(Evd *evd, std::vector<Ep *> *broken) {
             } else {
                 auto *ep = static_cast<Ep *>(wc.qp_os_data);
                 // Completions of a freed EP may vanish (L5999).
-                if (!handles().valid(ep, DAT_HANDLE_TYPE_EP)) continue;
+                if (!handles().valid(ep, DAT_HANDLE_TYPE_EP)) {
+                    evd->q.pop_back();
+                    continue;
+                }
                 ev.event_number = DAT_DTO_COMPLETION_EVENT;
                 auto &d = ev.event_data.dto_completion_event_data;
                 d.ep_handle = ep;
@@ -321,7 +327,6 @@ void pull_cq_locked(Evd *evd, std::vector<Ep *> *broken) {
                 if (st != DAT_DTO_SUCCESS && st != DAT_DTO_ERR_FLUSHED && broken)
                     broken->push_back(ep);
             }
-            evd->q.push_back(ev);
         }
         if (n < 16) return;
     }
@@ -1499,7 +1504,11 @@ DAT_RETURN evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event) {
         std::lock_guard lk(evd->mu);
         if (evd->waiter) return err(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_WAITER);
         cq_less = evd->cq == nullptr;
-        pull_cq_locked(evd, &broken);
+        // Events already taken from the CQ are older than anything still in it, so the
+        // oldest is handed out without another CQ poll. A poll that finds the CQ empty
+        // runs a progress pass, and one dequeue per event (the uDAPL model) would pay that
+        // pass on every event of a batch the last poll took.
+        if (evd->q.empty()) pull_cq_locked(evd, &broken);
         if (evd->q.empty()) {
             // Without the error class bit, as OFED's providers return it for CQ-backed
             // EVDs: dtest -p loops on `dat_evd_dequeue(...) == DAT_QUEUE_EMPTY`.

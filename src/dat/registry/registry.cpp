@@ -21,9 +21,6 @@ constexpr const char *kOverrideVariable = "DAT_OVERRIDE";
 // this much, so a closed handle is not handed out again for a while.
 constexpr std::size_t kIaSlotStep = 64;
 
-// Addresses below this are never objects (first page, small integers).
-constexpr std::uintptr_t kLowestObjectAddress = 4096;
-
 // Reads at most kMaxConfFileSize bytes; nullopt if the file cannot be opened.
 std::optional<std::string> read_conf_file(const char *path) {
     std::ifstream in(path, std::ios::binary);
@@ -53,11 +50,6 @@ DAT_PROVIDER_INFO ProviderKey::to_info() const {
     info.dapl_version_minor = minor;
     info.is_thread_safe = thread_safe ? DAT_TRUE : DAT_FALSE;
     return info;
-}
-
-bool implausible_object_handle(const void *handle) {
-    auto address = reinterpret_cast<std::uintptr_t>(handle);
-    return address < kLowestObjectAddress || address % alignof(DAT_PROVIDER *) != 0;
 }
 
 Registry &Registry::instance() {

@@ -63,8 +63,14 @@ DAT_RETURN strerror_impl(DAT_RETURN value, const char **major, const char **mino
 
 // True when `handle` cannot be a provider object (NULL, a small integer such
 // as an IA index or DAT_EVD_ASYNC_EXISTS, or misaligned): dereferencing it
-// would crash, so the registry answers DAT_INVALID_HANDLE instead.
-bool implausible_object_handle(const void *handle);
+// would crash, so the registry answers DAT_INVALID_HANDLE instead. Inline: every
+// forwarded data-path call checks its handle and the handle's provider table.
+inline bool implausible_object_handle(const void *handle) {
+    // Addresses below the first page are never objects (small integers, NULL).
+    constexpr std::uintptr_t kLowestObjectAddress = 4096;
+    auto address = reinterpret_cast<std::uintptr_t>(handle);
+    return address < kLowestObjectAddress || address % alignof(DAT_PROVIDER *) != 0;
+}
 
 class Registry {
   public:
