@@ -32,18 +32,10 @@ fi
 results="$out/results.txt"
 : > "$results"
 conns=${DTESTCM_CONNS:-1000}
-# dtestcm holds every connection open at once (a socket each, plus the segment descriptors
-# of shm connections still being set up): Debian's default soft limit of 1,024 descriptors
-# is too low for 1,000. Raise it towards the hard limit, as the README tells users to.
-want=$((4 * conns + 64))
-hard=$(ulimit -Hn)
-if [ "$(ulimit -Sn)" != unlimited ] && [ "$(ulimit -Sn)" -lt "$want" ]; then
-    if [ "$hard" = unlimited ] || [ "$hard" -ge "$want" ]; then
-        ulimit -Sn "$want"
-    else
-        ulimit -Sn "$hard"
-    fi
-fi
+# dtestcm holds every connection open at once, a socket each: 1,000 fit Debian's default
+# soft limit of 1,024 descriptors (an shm responder makes its segment only when its hello
+# goes, so connections being set up hold nothing more). The limit is left as it is, so
+# that .ci/run (which runs the suite under 1,024) keeps proving it.
 failures=0
 passes=0
 

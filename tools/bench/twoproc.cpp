@@ -53,10 +53,10 @@ constexpr uint16_t kMaxReadDepth = 128;  // engine limit per QP (IRD and ORD)
 enum class Kind : uint8_t { Rdma, RawPingPong, RawStream };
 
 // A connection set-up run of `n` connections holds every one open at once: a socket each
-// per process, and over shm the segment descriptors of connections still being set up.
-// Debian's default soft limit (1,024 descriptors) is too low for 1,000, so the soft limit
-// is raised towards the hard one; a hard limit too low for the run is an error that says
-// so, not a failed connection.
+// per process (plus the bench's own). 1,000 just fit Debian's default soft limit of 1,024,
+// and the option goes up to 10,000, so the soft limit is raised towards the hard one with
+// room to spare; a hard limit too low for the run is an error that says so, not a failed
+// connection.
 void ensure_descriptors_for(size_t n) {
     const rlim_t need = static_cast<rlim_t>(3 * n + 64);
     rlimit rl{};

@@ -95,38 +95,16 @@ class PidFd {
 // now name another process) a fresh one is opened. Null when pidfd_open fails.
 std::shared_ptr<const PidFd> shared_pidfd(pid_t pid);
 
-// The responder's hello, kept until the stream is handed over (Handshake::start with
-// defer_hello): the message bytes and the segment's memfd, which travels with it.
+// The responder's hello, owed until the stream is handed over (Handshake::start with
+// defer_hello). Nothing of it exists yet: the segment and its memfd are made when the hello
+// goes (send_hello_now). A memfd kept open per accepted-but-unclaimed connection cost a
+// server taking 1,000 connections ~75 descriptors at its peak, which put dtestcm -c 1000
+// over Debian's default limit of 1,024.
 struct DeferredHello {
-    std::array<std::byte, 40> bytes{};
-    int memfd = -1;
+    bool pending = false;
+    bool cma_wanted = false;
     uint64_t key = 0;
-
-    DeferredHello() = default;
-    DeferredHello(const DeferredHello &) = delete;
-    DeferredHello &operator=(const DeferredHello &) = delete;
-    DeferredHello(DeferredHello &&o) noexcept
-        : bytes(o.bytes), memfd(std::exchange(o.memfd, -1)), key(o.key) {}
-    DeferredHello &operator=(DeferredHello &&o) noexcept {
-        if (this != &o) {
-            reset();
-            bytes = o.bytes;
-            memfd = std::exchange(o.memfd, -1);
-            key = o.key;
-        }
-        return *this;
-    }
-    ~DeferredHello() { reset(); }
-    bool pending() const { return memfd >= 0; }
-    void reset() {
-        if (memfd >= 0) ::close(memfd);
-        memfd = -1;
-    }
 };
-
-// Sends a pending deferred hello on `sock` (then closes its memfd). False when nothing was
-// pending or the send failed.
-bool send_hello_now(int sock, DeferredHello &h);
 
 // An established connection: the Unix socket (doorbell + liveness), our segment (what
 // flows to us), the peer's (what we send), the peer's pid for CMA.
@@ -139,7 +117,8 @@ struct Link {
     // False once the peer process exited (true without a pidfd: nothing to check against).
     bool peer_alive() const { return !peer_pidfd || peer_pidfd->alive(); }
     bool cma = false;
-    DeferredHello hello;  // the responder's, until the stream is handed over
+    DeferredHello hello;  // the responder's, until the stream is handed over (`mine` is
+                          // empty until then)
     // The peer's segment at the peer's own address (from its hello). Only meaningful when
     // both ends share this process; used as ThreadSanitizer's synchronisation key, since
     // each segment is then mapped twice and TSan cannot pair accesses through the two.
@@ -162,10 +141,21 @@ struct Link {
         counters().mapped_bytes.fetch_add(mine.size() + peer.size(), std::memory_order_relaxed);
         if (cma) counters().cma_links.fetch_add(1, std::memory_order_relaxed);
     }
+    // Our segment, made late (a deferred hello): counted like one made before count().
+    void set_mine(Mapping m) {
+        if (counted) counters().mapped_bytes.fetch_add(m.size(), std::memory_order_relaxed);
+        mine = std::move(m);
+    }
 
   private:
     bool counted = false;
 };
+
+// Sends the link's pending deferred hello on its socket: makes and maps our segment
+// (link.mine), sends its memfd with the hello, then closes the memfd. False when nothing
+// was pending or the segment or the send failed (link.mine stays empty when the segment
+// could not be made).
+bool send_hello_now(Link &link);
 
 // Registers an adopted link as an unclaimed LLP handle (its socket fd). Returns the
 // handle, or -1 (the link is then destroyed).

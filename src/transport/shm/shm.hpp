@@ -67,9 +67,10 @@ class Handshake {
 
     // Checks the peer's credentials, creates and maps the local segment and sends the
     // hello (with the segment's fd). `allow_cma`: use CMA if the probe succeeds.
-    // `defer_hello` (the responder): the hello is kept, and adopt() hands it to the link;
-    // it is sent when a QP claims the stream or by send_deferred_hello(), whichever comes
-    // first (cm::Established::handover_key says why).
+    // `defer_hello` (the responder): the hello is owed, and adopt() hands the debt to the
+    // link; the segment is made and the hello sent when a QP claims the stream or by
+    // send_deferred_hello(), whichever comes first (cm::Established::handover_key says
+    // why). Until then the link holds no descriptor but its socket.
     bool start(int sock, bool allow_cma, bool defer_hello = false);
     enum class Step : uint8_t { NeedMore, Done, Failed };
     Step receive(int sock);

@@ -1661,7 +1661,10 @@ std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, bool &mine, ProgressEng
     }
     // The responder's deferred hello goes before anything the channel may write on the
     // socket (doorbells); a failure means the peer is gone, which the channel then finds.
-    if (link->hello.pending()) send_hello_now(link->sock, link->hello);
+    // Our segment is made with the hello: without it there is no channel (the handle is
+    // consumed; the link closes here and the peer sees the socket close).
+    if (link->hello.pending) send_hello_now(*link);
+    if (!link->mine.get()) return nullptr;
     auto core = std::make_unique<Core>(std::move(link), pe);
     if (!core->ok()) return nullptr;  // the handle is consumed; the link closes with it
     return std::make_unique<ShmChannel>(std::move(core));
@@ -1701,7 +1704,7 @@ bool send_deferred_hello(ri_llp_stream_handle_t h, uint64_t key) {
     std::lock_guard lk(g_mu);
     auto it = g_unclaimed.find(h);
     if (it == g_unclaimed.end() || key == 0 || it->second->hello.key != key) return false;
-    return send_hello_now(h, it->second->hello);
+    return send_hello_now(*it->second);
 }
 
 bool is_unclaimed(ri_llp_stream_handle_t h) {

@@ -4,6 +4,7 @@
 #include <linux/memfd.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -15,7 +16,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <random>
 #include <unordered_map>
 
 #include "transport/shm/link.hpp"
@@ -171,7 +171,6 @@ struct Handshake::State {
     std::shared_ptr<const PidFd> peer_pidfd;
     bool allow_cma = true;
     bool cma = false;
-    uint64_t probe = 0;
     DeferredHello hello;
 };
 
@@ -213,15 +212,48 @@ bool send_hello(int sock, const void *hello, int &memfd) {
     return true;
 }
 
+// A random probe value (never 0), from the kernel's generator: no descriptor opened.
+uint64_t random_probe() {
+    uint64_t v = 0;
+    if (::getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v)) {
+        // Only before the pool is initialised at boot: any value works (the probe proves
+        // the reader can see our memory, not a secret), as long as it is not the default.
+        v = static_cast<uint64_t>(::getpid()) * 0x9E3779B97F4A7C15ull;
+    }
+    return v | 1;
+}
+
+// Makes and maps our segment, fills its header, and sends the hello with the segment's
+// memfd (closed after). On success `mine` holds the mapping.
+bool make_and_send_hello(int sock, bool cma_wanted, Mapping &mine) {
+    int fd = make_segment(mine);
+    if (fd < 0) return false;
+    const uint64_t probe = random_probe();
+    L::SegHeader *h = mine.header();
+    h->magic = L::kMagic;
+    h->version = L::kVersion;
+    h->size = static_cast<uint32_t>(L::kSegmentBytes);
+    std::atomic_ref<uint64_t>(h->probe).store(probe, std::memory_order_release);
+
+    Hello hello{};
+    hello.magic = L::kMagic;
+    hello.version = L::kVersion;
+    hello.seg_bytes = static_cast<uint32_t>(L::kSegmentBytes);
+    hello.probe_addr = reinterpret_cast<uintptr_t>(&h->probe);
+    hello.probe_value = probe;
+    hello.cma_wanted = cma_wanted;
+    return send_hello(sock, &hello, fd);
+}
+
 }  // namespace
 
-static_assert(sizeof(Hello) == sizeof(DeferredHello::bytes));
-
-bool send_hello_now(int sock, DeferredHello &h) {
-    if (!h.pending()) return false;
-    Hello hello;
-    std::memcpy(&hello, h.bytes.data(), sizeof hello);
-    return send_hello(sock, &hello, h.memfd);
+bool send_hello_now(Link &link) {
+    if (!link.hello.pending) return false;
+    link.hello.pending = false;
+    Mapping mine;
+    bool sent = make_and_send_hello(link.sock, link.hello.cma_wanted, mine);
+    if (mine.get()) link.set_mine(std::move(mine));
+    return sent;
 }
 
 bool Handshake::start(int sock, bool allow_cma, bool defer_hello) {
@@ -231,29 +263,12 @@ bool Handshake::start(int sock, bool allow_cma, bool defer_hello) {
         errno = EACCES;
         return false;
     }
-    int fd = make_segment(s.mine);
-    if (fd < 0) return false;
-    std::random_device rd;
-    s.probe = (uint64_t{rd()} << 32) ^ rd() ^ 0x5A5A5A5A00000001ull;
-    L::SegHeader *h = s.mine.header();
-    h->magic = L::kMagic;
-    h->version = L::kVersion;
-    h->size = static_cast<uint32_t>(L::kSegmentBytes);
-    std::atomic_ref<uint64_t>(h->probe).store(s.probe, std::memory_order_release);
-
-    Hello hello{};
-    hello.magic = L::kMagic;
-    hello.version = L::kVersion;
-    hello.seg_bytes = static_cast<uint32_t>(L::kSegmentBytes);
-    hello.probe_addr = reinterpret_cast<uintptr_t>(&h->probe);
-    hello.probe_value = s.probe;
-    hello.cma_wanted = allow_cma;
     if (defer_hello) {
-        std::memcpy(s.hello.bytes.data(), &hello, sizeof hello);
-        s.hello.memfd = fd;
+        s.hello.pending = true;
+        s.hello.cma_wanted = allow_cma;
         return true;
     }
-    return send_hello(sock, &hello, fd);
+    return make_and_send_hello(sock, allow_cma, s.mine);
 }
 
 Handshake::Step Handshake::receive(int sock) {
@@ -356,7 +371,8 @@ std::shared_ptr<const PidFd> shared_pidfd(pid_t pid) {
 
 ri_llp_stream_handle_t Handshake::adopt(int sock, uint64_t key) {
     State &s = *st_;
-    if (!s.mine.get() || !s.peer.get()) return -1;
+    // A deferred hello makes our segment when it goes.
+    if ((!s.mine.get() && !s.hello.pending) || !s.peer.get()) return -1;
     int fl = ::fcntl(sock, F_GETFL);
     if (fl < 0 || ::fcntl(sock, F_SETFL, fl | O_NONBLOCK) != 0) return -1;
     auto link = std::make_unique<Link>();
@@ -364,7 +380,7 @@ ri_llp_stream_handle_t Handshake::adopt(int sock, uint64_t key) {
     link->peer = std::move(s.peer);
     link->peer_pid = s.peer_pid;
     link->cma = s.cma;
-    link->hello = std::move(s.hello);
+    link->hello = s.hello;
     link->hello.key = key;
     if (s.cma) link->peer_pidfd = std::move(s.peer_pidfd);
     if (s.peer_pid == ::getpid())
