@@ -7,7 +7,6 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include <array>
 #include <atomic>
 #include <cstddef>
 #include <memory>
