@@ -2,9 +2,12 @@
 // and its per-thread cache. Handles are plain addresses here, never dereferenced.
 #include "../../src/dat/provider/handle_table.hpp"
 
+#include <elf.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
+#include <fstream>
 #include <thread>
 #include <vector>
 
@@ -88,6 +91,63 @@ TEST(DatHandleTable, RemovalOnAnotherThreadIsSeen) {
     std::thread([&] { t.remove(hs[0]); }).join();
     EXPECT_FALSE(t.valid(hs[0], 1));
     EXPECT_TRUE(t.valid(hs[1], 1));
+}
+
+// Destructors of thread_local objects may still validate handles after the cache's owner
+// is gone (it is destroyed at thread exit like them, in reverse order of construction):
+// the answers stay right, uncached, and nothing touches the freed cache.
+TEST(DatHandleTable, ValidatesDuringThreadExitAfterTheCacheIsGone) {
+    HandleTable t;
+    auto hs = handles(2);
+    t.add(hs[0], 5);
+    std::atomic<int> live_answer{-1}, freed_answer{-1};
+    std::atomic<uint64_t> misses_at_exit{~0ull};
+    std::thread([&] {
+        struct LateValidator {
+            HandleTable *table = nullptr;
+            void *live = nullptr, *unknown = nullptr;
+            std::atomic<int> *live_answer = nullptr, *freed_answer = nullptr;
+            std::atomic<uint64_t> *misses = nullptr;
+            ~LateValidator() {
+                live_answer->store(table->valid(live, 5) ? 1 : 0, std::memory_order_relaxed);
+                freed_answer->store(table->valid(unknown, 5) ? 1 : 0, std::memory_order_relaxed);
+                misses->store(HandleTable::thread_misses(), std::memory_order_relaxed);
+            }
+        };
+        // Constructed before this thread's first validation creates the cache, so it is
+        // destroyed after the cache.
+        thread_local LateValidator late;
+        late = {&t, hs[0], hs[1], &live_answer, &freed_answer, &misses_at_exit};
+        EXPECT_TRUE(t.valid(hs[0], 5));
+        EXPECT_FALSE(t.valid(hs[1], 5));
+    }).join();
+    EXPECT_EQ(live_answer.load(), 1);
+    EXPECT_EQ(freed_answer.load(), 0);
+    EXPECT_EQ(misses_at_exit.load(), 0u);  // no cache any more: nothing counted
+}
+
+// The provider reads its per-thread state through initial-exec TLS (one %fs-relative
+// load instead of a __tls_get_addr call per access). A dlopen'ed library with
+// initial-exec TLS must fit its whole TLS block in the static surplus glibc reserves, or
+// the dlopen fails ("cannot allocate memory in static TLS block"). The block stays a few
+// words: per-thread tables belong on the heap, reached through a pointer.
+TEST(DatHandleTable, ProviderTlsBlockFitsTheStaticSurplus) {
+    std::ifstream f(DAPL_SOFTRNIC_LIB, std::ios::binary);
+    ASSERT_TRUE(f) << DAPL_SOFTRNIC_LIB;
+    Elf64_Ehdr eh{};
+    ASSERT_TRUE(f.read(reinterpret_cast<char *>(&eh), sizeof eh));
+    ASSERT_EQ(eh.e_ident[EI_CLASS], ELFCLASS64);
+    ASSERT_EQ(eh.e_phentsize, sizeof(Elf64_Phdr));
+    uint64_t tls_bytes = 0;
+    for (unsigned i = 0; i < eh.e_phnum; ++i) {
+        Elf64_Phdr ph{};
+        f.seekg(std::streamoff(eh.e_phoff + i * sizeof ph));
+        ASSERT_TRUE(f.read(reinterpret_cast<char *>(&ph), sizeof ph));
+        if (ph.p_type == PT_TLS) tls_bytes = ph.p_memsz;
+    }
+    // glibc keeps at least 512 bytes of optional static TLS for dlopen'ed libraries;
+    // libsoftrnic, loaded with the provider, takes a few words of it too.
+    EXPECT_LE(tls_bytes, 256u);
 }
 
 }  // namespace

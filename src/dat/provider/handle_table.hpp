@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <shared_mutex>
 #include <unordered_map>
 
@@ -42,23 +44,32 @@ class HandleTable {
     bool valid(const void *h, int kind) const {
         if (h == nullptr) return false;
         const uint64_t epoch = epoch_.load(std::memory_order_acquire);
-        Remembered &mem = remembered();
-        Remembered::Set &set = mem.set_for(h);
-        for (const Remembered::Entry &e : set.ways)
-            if (e.handle == h && e.table == id_ && e.epoch == epoch)
-                return kind < 0 || e.kind == kind;
-        ++mem.misses;
+        Remembered *mem = remembered();
+        Remembered::Set *set = nullptr;
+        if (mem != nullptr) [[likely]] {
+            set = &mem->set_for(h);
+            for (const Remembered::Entry &e : set->ways)
+                if (e.handle == h && e.table == id_ && e.epoch == epoch)
+                    return kind < 0 || e.kind == kind;
+            ++mem->misses;
+        }
         std::shared_lock lk(mu_);
         auto it = live_.find(const_cast<void *>(h));
         if (it == live_.end()) return false;
         // The epoch read under the lock: no removal can be between it and the lookup.
         // The newest answer goes first; the one it displaces stays as the second way.
-        set.ways[1] = set.ways[0];
-        set.ways[0] = Remembered::Entry{h, id_, epoch_.load(std::memory_order_relaxed), it->second};
+        if (set != nullptr) {
+            set->ways[1] = set->ways[0];
+            set->ways[0] =
+                Remembered::Entry{h, id_, epoch_.load(std::memory_order_relaxed), it->second};
+        }
         return kind < 0 || it->second == kind;
     }
     // Lookups on this thread, of any table, that the per-thread cache could not answer.
-    static uint64_t thread_misses() { return remembered().misses; }
+    static uint64_t thread_misses() {
+        const Remembered *mem = remembered();
+        return mem != nullptr ? mem->misses : 0;
+    }
     std::size_t live_count() const {
         std::shared_lock lk(mu_);
         return live_.size();
@@ -118,10 +129,37 @@ class HandleTable {
             return sets[(key * 0x9E3779B97F4A7C15ull) >> (64 - kSetBits)];
         }
     };
-    static Remembered &remembered() {
-        static thread_local Remembered r;
-        return r;
+    // The cache of this thread, or null once the thread is exiting (its cache is gone).
+    //
+    // The pointer is initial-exec TLS: one %fs-relative load. This header is compiled into
+    // a provider that libdat2 dlopens, where an ordinary thread_local costs a
+    // __tls_get_addr call per access, several per DAT call (a tenth of a send/recv
+    // cycle's instructions in the provider). Initial-exec in a dlopen'ed library takes
+    // its bytes from the static TLS surplus glibc keeps for this; 9 bytes here, as
+    // libsoftrnic's progress engine does with its own two words.
+    static Remembered *remembered() {
+        if (Remembered *mem = tls_cache_; mem != nullptr) [[likely]]
+            return mem;
+        return remembered_first_use();
     }
+    [[gnu::noinline]] static Remembered *remembered_first_use() {
+        if (tls_cache_gone_) return nullptr;  // validation still works, uncached
+        // On the heap: a module with initial-exec TLS must fit its whole TLS block in the
+        // static surplus (glibc refuses the dlopen otherwise), so the block stays small.
+        struct Owner {
+            std::unique_ptr<Remembered> cache;
+            ~Owner() {
+                tls_cache_ = nullptr;
+                tls_cache_gone_ = true;  // a later thread-exit destructor validates uncached
+            }
+        };
+        static thread_local Owner owner;
+        if (!owner.cache) owner.cache.reset(new (std::nothrow) Remembered);
+        tls_cache_ = owner.cache.get();  // null without memory: uncached, retried next call
+        return tls_cache_;
+    }
+    [[gnu::tls_model("initial-exec")]] static inline thread_local Remembered *tls_cache_ = nullptr;
+    [[gnu::tls_model("initial-exec")]] static inline thread_local bool tls_cache_gone_ = false;
     static uint64_t next_id() {
         static std::atomic<uint64_t> ids{0};
         return ids.fetch_add(1, std::memory_order_relaxed) + 1;

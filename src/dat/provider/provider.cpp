@@ -321,7 +321,9 @@ void pull_cq_locked(Evd *evd, std::vector<Ep *> *broken) {
                         } else {
                             d.operation = DAT_DTO_RECEIVE;
                         }
-                        ep->posted_recvs.fetch_sub(1, std::memory_order_relaxed);
+                        ep->recvs_completed.store(
+                            ep->recvs_completed.load(std::memory_order_relaxed) + 1,
+                            std::memory_order_relaxed);
                         break;
                 }
                 if (st != DAT_DTO_SUCCESS && st != DAT_DTO_ERR_FLUSHED && broken)
@@ -1490,7 +1492,9 @@ struct IdlePolls {
     const Evd *evd = nullptr;
     uint32_t empties = 0;
 };
-thread_local IdlePolls tls_idle_polls;
+// Initial-exec: read on every dequeue, and a dlopen'ed library's ordinary thread_local
+// costs a __tls_get_addr call per access (see HandleTable::remembered).
+[[gnu::tls_model("initial-exec")]] thread_local IdlePolls tls_idle_polls;
 
 DAT_RETURN evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event) {
     auto *evd = as<Evd>(h, DAT_HANDLE_TYPE_EVD);

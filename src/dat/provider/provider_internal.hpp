@@ -205,7 +205,18 @@ struct Ep : Obj {
     std::vector<uint8_t> est_pd;  // ESTABLISHED private data, valid until reset/free
     Sp *rsp = nullptr;            // the RSP that reserved it
     Cr *cr = nullptr;             // pending CR (PASSIVE_CONNECTION_PENDING)
-    std::atomic<int> posted_recvs{0};
+    // Receives posted and receives completed. Each has one writer at a time, so they are
+    // advanced with a load and a store, not a read-modify-write (a locked instruction on
+    // every post_recv and every receive completion, both on a ping-pong's critical path):
+    // dat_ep_post_recv is not thread-safe per EP (L1813: one post_recv thread at a time),
+    // and a QP's receive completions all come from one CQ, taken under its EVD's mutex.
+    std::atomic<uint64_t> recvs_posted{0};
+    std::atomic<uint64_t> recvs_completed{0};
+    // Posted and not yet taken from the CQ (readers on other threads may see it lag).
+    int64_t recvs_outstanding() const {
+        return int64_t(recvs_posted.load(std::memory_order_relaxed) -
+                       recvs_completed.load(std::memory_order_relaxed));
+    }
     // Multi-segment RDMA reads split by the provider: (cookie, total length), in order.
     std::deque<std::pair<uint64_t, uint32_t>> split_reads;
     // Socket-style parameters for the common connection model (Table 5, L6288): unset
