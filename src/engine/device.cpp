@@ -85,7 +85,7 @@ void Device::deliver(const QueuedEvent &ev) {
 }
 
 bool Cq::push(const Cqe &e) {
-    GateGuard g(resize_gate);
+    GateScope g(resize_gate, /*wait=*/true);
     if (overflowed.load(std::memory_order_acquire)) return false;
     bool ok = ring.push([&](Cqe &slot, std::span<std::byte>) { slot = e; });
     if (!ok) {

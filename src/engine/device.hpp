@@ -93,7 +93,7 @@ class Cq {
     uint32_t handler_id = 0;
     uint32_t requested = 0;
     SlotQueue<Cqe> ring;
-    Gate resize_gate;
+    ScopedGate resize_gate;
     std::atomic<uint8_t> armed{0};  // 0 none, 1 solicited, 2 any
     std::atomic<bool> overflowed{false};
     std::atomic<uint32_t> users{0};  // attached work queues
@@ -125,7 +125,7 @@ class Srq {
     std::atomic<bool> in_error{false};
     SlotQueue<RecvWqe, ri_data_seg_t> ring;
     std::atomic<uint32_t> posted{0};  // WQEs in the queue
-    Gate resize_gate;
+    ScopedGate resize_gate;
     std::atomic<uint32_t> users{0};  // attached QPs
     std::mutex post_mu;  // orders posters against resize (posters are the consumer's threads)
 };

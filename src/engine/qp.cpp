@@ -207,10 +207,10 @@ uint32_t build_terminate(TerminateCode code, const uint8_t *hdr, uint32_t hdr_le
 // arrival itself is still inside the gate).
 class RxScope {
   public:
-    explicit RxScope(Qp &qp) : qp_(qp), in_(qp.rx_gate.try_enter()) {}
+    explicit RxScope(Qp &qp) : qp_(qp), entry_(qp.rx_gate), in_(bool(entry_)) {}
     ~RxScope() {
         if (!in_) return;
-        qp_.rx_gate.leave();
+        entry_.exit();
         // Load first: the exchange (a locked RMW) is only paid when an error is pending.
         if (qp_.error_pending.load(std::memory_order_acquire) &&
             qp_.error_pending.exchange(false, std::memory_order_acq_rel))
@@ -225,6 +225,7 @@ class RxScope {
 
   private:
     Qp &qp_;
+    GateScope entry_;
     bool in_;
 };
 
@@ -837,7 +838,7 @@ bool Qp::take_recv(RecvWqe &w, ri_data_seg_t *sges) {
         std::copy_n(sg.begin(), std::min<size_t>(h.num_sgls, sg.size()), sges);
     };
     if (!srq) return rq.pop(take);
-    GateGuard g(srq->resize_gate);
+    GateScope g(srq->resize_gate, /*wait=*/true);
     if (!g || !srq->ring.pop(take)) return false;
     uint32_t left = srq->posted.fetch_sub(1, std::memory_order_acq_rel) - 1;
     uint32_t lowat = srq->lowat.load(std::memory_order_acquire);

@@ -91,8 +91,8 @@ class Qp final : public transport::Endpoint {
     uint64_t incarnation = 0;
 
     SlotQueue<RecvWqe, ri_data_seg_t> rq;
-    std::mutex rq_mu;  // flush vs. resize of `rq` (never taken on the data path)
-    Gate rx_gate;      // arrivals from the transport; closed to flush or to detach
+    std::mutex rq_mu;    // flush vs. resize of `rq` (never taken on the data path)
+    ScopedGate rx_gate;  // arrivals from the transport; closed to flush or to detach
     // An arrival moved the QP to Error; the flush waits until it leaves the rx gate
     // (RxScope). One connection's: cleared when the QP goes back to Idle or gets a stream.
     std::atomic<bool> error_pending{false};

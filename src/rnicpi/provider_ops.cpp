@@ -944,7 +944,7 @@ struct Ops {
             if (raw(w.flags) & ~kRecvFlags) return RI_RET_WR_INVALID_FLAGS;
             if (w.num_sgls > s->max_sgl) return RI_RET_RNIC_SG_LIMIT_EXCEEDED;
             if (w.num_sgls && !w.sg_list) return RI_RET_WR_SG_INVALID_FORMAT;
-            GateGuard g(s->resize_gate);
+            GateScope g(s->resize_gate, /*wait=*/true);
             // Counted before it becomes visible, so an arrival that takes it at once never
             // sees the count go below zero (which would hide the limit event).
             s->posted.fetch_add(1, std::memory_order_acq_rel);

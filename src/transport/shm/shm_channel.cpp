@@ -71,6 +71,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/sync.hpp"
 #include "transport/shm/link.hpp"
 #include "transport/shm/shm.hpp"
 #include "transport/transport.hpp"
@@ -444,15 +445,6 @@ class Core final : public ProgressSource {
     }
 
   private:
-    bool enter_ep() {
-        in_ep_.fetch_add(1, std::memory_order_seq_cst);
-        if (detached_.load(std::memory_order_seq_cst)) {
-            in_ep_.fetch_sub(1, std::memory_order_release);
-            return false;
-        }
-        return true;
-    }
-    void leave_ep() { in_ep_.fetch_sub(1, std::memory_order_release); }
     void wake() {
         work_.store(true, std::memory_order_release);
         pe_.wake(token_);
@@ -500,7 +492,8 @@ class Core final : public ProgressSource {
     Endpoint *ep_ = nullptr;
     std::atomic<bool> attached_{false};
     std::atomic<bool> detached_{false};
-    std::atomic<uint32_t> in_ep_{0};
+    // Calls into ep_ (a GateScope each): detach() closes it, so none runs once it returns.
+    engine::ScopedGate ep_gate_;
     std::atomic<bool> work_{false};       // progress has something to do besides the rings
     std::atomic<bool> peer_gone_{false};  // EOF/HUP on the socket, or a dead CMA peer
     std::atomic<bool> rx_open_{true};     // arrivals are delivered
@@ -1455,7 +1448,7 @@ void Core::progress(uint32_t events) {
         }
     }
     bool consumed = false;
-    if (enter_ep()) {
+    if (engine::GateScope in_ep(ep_gate_); in_ep) {
         // Responses first (they free our records and chunks), then requests in order.
         consumed |= process_resp();
         consumed |= process_req();
@@ -1476,7 +1469,6 @@ void Core::progress(uint32_t events) {
             }
             ep_->rx_llp_closed(CloseKind::Graceful);
         }
-        leave_ep();
     }
     consumed |= req_rx_.commit();
     consumed |= resp_rx_.commit();
@@ -1507,13 +1499,12 @@ void Core::stream_end(CloseKind kind) {
         std::lock_guard lk(mu_);
         fail_all_locked({OpOutcome::Disconnected, {}});
     }
-    if (enter_ep()) {
+    if (engine::GateScope in_ep(ep_gate_); in_ep) {
         if (cur_.active || cur_.recv_open) release_target();
         if (!told_closed_) {
             told_closed_ = true;
             ep_->rx_llp_closed(kind);
         }
-        leave_ep();
     }
 }
 
@@ -1523,7 +1514,8 @@ void Core::report_ready() {
     // with work used to pay.
     if (unreported_.load(std::memory_order_acquire) == 0) return;
     for (;;) {
-        if (!enter_ep()) return;
+        engine::GateScope in_ep(ep_gate_);
+        if (!in_ep) return;
         OpResult r;
         bool have = false;
         {
@@ -1541,7 +1533,6 @@ void Core::report_ready() {
             --reporting_;
             unreported_.fetch_sub(1, std::memory_order_acq_rel);
         }
-        leave_ep();
         if (!have) return;
     }
 }
@@ -1594,14 +1585,13 @@ void Core::close(CloseKind kind) {
 }
 
 void Core::detach() {
-    detached_.store(true, std::memory_order_seq_cst);
+    detached_.store(true, std::memory_order_release);
     rx_open_.store(false, std::memory_order_release);
     closed_.store(true, std::memory_order_release);
-    if (ProgressEngine::current() != this) {
-        // Endpoint calls are short (one copy at most); yield-wait like the engine's gates.
-        while (in_ep_.load(std::memory_order_acquire) != 0)
-            std::this_thread::yield();
-    }
+    ep_gate_.shut_no_wait();
+    // Endpoint calls are short (one copy at most). Our own progress pass may be the caller,
+    // from inside the gate: it cannot wait for itself.
+    if (ProgressEngine::current() != this) ep_gate_.wait_users();
     std::deque<OpRec> left;
     {
         std::lock_guard lk(mu_);
