@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cassert>
 #include <cstdlib>
 #include <new>
 
@@ -35,6 +36,8 @@ bool decide_asymmetric() {
 struct Registration {
     ReaderSlots *block = nullptr;
     ~Registration() {
+        // Scopes end before their thread: every slot of the block is empty here.
+        assert(block == nullptr || block->depth == 0);
         tls_reader_slots = nullptr;
         exited = true;
         if (block) block->owned.store(false, std::memory_order_release);
@@ -63,15 +66,18 @@ ReaderSlots *reader_slots_first_use() {
     ReaderSlots *b = nullptr;
     // A block an exited thread left: its slots are all empty (scopes end before threads).
     for (ReaderSlots *p = g_blocks.load(std::memory_order_acquire); p; p = p->next) {
-        bool free = false;
+        bool unowned = false;
         if (!p->owned.load(std::memory_order_relaxed) &&
-            p->owned.compare_exchange_strong(free, true, std::memory_order_acquire)) {
+            p->owned.compare_exchange_strong(unowned, true, std::memory_order_acquire)) {
             b = p;
             break;
         }
     }
     if (b == nullptr) {
-        b = new ReaderSlots;
+        // No exception may leave here (C entry points call in): without memory the
+        // thread's entries count instead.
+        b = new (std::nothrow) ReaderSlots;
+        if (b == nullptr) return nullptr;
         for (auto &h : b->held)
             h.store(nullptr, std::memory_order_relaxed);
         b->owned.store(true, std::memory_order_relaxed);
@@ -126,15 +132,20 @@ void GateScope::enter_slow(ScopedGate &g, bool wait) {
     unsigned spins = 0;
     for (;;) {
         if (detail::g_asymmetric_fences) {
-            slot.store(&g, std::memory_order_relaxed);
+            slot.store(&g, std::memory_order_release);
             std::atomic_signal_fence(std::memory_order_seq_cst);
         } else {
             slot.store(&g, std::memory_order_seq_cst);
         }
         if (!g.closed_.load(std::memory_order_seq_cst)) break;
         slot.store(nullptr, std::memory_order_release);
-        if (!wait || g.dead_.load(std::memory_order_acquire)) return;
-        relax(spins);
+        if (!wait) return;
+        // Wait without a claim on the slot (a closer scanning it would wait for us), and
+        // claim again only once the gate looks open.
+        while (g.closed_.load(std::memory_order_acquire)) {
+            if (g.dead_.load(std::memory_order_acquire)) return;
+            relax(spins);
+        }
     }
     ++s->depth;
     slot_ = &slot;

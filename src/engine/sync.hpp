@@ -194,7 +194,9 @@ class GateScope {
         if (s != nullptr && s->depth < detail::kScopedDepth) [[likely]] {
             std::atomic<const void *> &slot = s->held[s->depth];
             if (detail::g_asymmetric_fences) [[likely]] {
-                slot.store(&g, std::memory_order_relaxed);
+                // Release (free on x86): a closer that reads this entry into another gate
+                // also sees everything done inside the slot's previous gate.
+                slot.store(&g, std::memory_order_release);
                 // The closer's barrier orders this store before the load below; the
                 // compiler must not reorder them either.
                 std::atomic_signal_fence(std::memory_order_seq_cst);
