@@ -805,6 +805,55 @@ TEST_P(ShmParked, WriteReachesATargetWhoseThreadIsParked) {
 INSTANTIATE_TEST_SUITE_P(Transports, ShmParked, ::testing::Values(Xport::Shm, Xport::ShmNoCma),
                          [](const auto &i) { return std::string(xname(i.param)); });
 
+// An inline poll that takes entries leaves publishing its consumption (the ring index and
+// the peer's doorbell check) to its next pass, so the completion reaches the application
+// first. That next pass must publish even though it finds nothing new: otherwise the
+// producer sees its entries unconsumed for good, takes the consumer for stalled and rings
+// its doorbell (and a producer waiting for ring space would wait for the consumer's thread).
+// One thread plays both applications, so the order of the passes is fixed: B's taking
+// pass, then A's poll, then B's publishing pass; A reads B's index every 16th poll, and
+// rings only after that index stood still for 5 us.
+TEST_P(ShmParked, ConsumptionIsPublishedByTheNextInlinePass) {
+    const Xport x = GetParam();
+    constexpr uint32_t kRounds = 20;
+    Buf msg(64), inbox(64);
+    Rnic ra("a"), rb("b");
+    ASSERT_TRUE(ra.ok() && rb.ok());
+    Qp *a = ra.new_qp(), *b = rb.new_qp();
+    ASSERT_TRUE(a && b);
+    Mr *mm = ra.reg(msg, kLocalRW), *mi = rb.reg(inbox, kLocalRW);
+    ASSERT_NO_FATAL_FAILURE(bring_up(a, b, x));
+    const uint64_t stalls0 = shm::stats().stall_doorbells_sent;
+    for (uint32_t k = 0; k < kRounds; ++k) {
+        ri_data_seg_t r = sge(inbox.data(), 8, mi->ltag);
+        ASSERT_EQ(post_recv(b, k, &r, 1), RI_RET_SUCCESS);
+        ri_data_seg_t s = sge(msg.data(), 8, mm->ltag);
+        ASSERT_EQ(post_send(a, RI_WR_TYPE_SEND, kSig, k, &s, 1), RI_RET_SUCCESS);
+        bool received = false, sent = false;
+        // 2 ms of both applications polling: far past the 5 us after which A rings.
+        const auto end = Clock::now() + std::chrono::milliseconds(2);
+        const auto give_up = Clock::now() + kTimeout;
+        while (!received || !sent || Clock::now() < end) {
+            ASSERT_LT(Clock::now(), give_up) << "round " << k;
+            ri_wc_t w;
+            uint_t n = 1;
+            if (poll_raw(rb, b->rcq, &w, &n) == RI_RET_SUCCESS && n == 1) {
+                ASSERT_EQ(w.rc_wc.op_status, RI_WC_STATUS_SUCCESS);
+                received = true;
+            }
+            n = 1;
+            if (poll_raw(ra, a->scq, &w, &n) == RI_RET_SUCCESS && n == 1) {
+                ASSERT_EQ(w.rc_wc.op_status, RI_WC_STATUS_SUCCESS);
+                sent = true;
+            }
+        }
+    }
+    const uint64_t rang = shm::stats().stall_doorbells_sent - stalls0;
+    // Without the publishing pass every round rings once. A background progress thread
+    // can still ring in a round where this thread lost its CPU between B's two passes.
+    EXPECT_LT(rang, kRounds / 2) << "the producer took a polling consumer for stalled";
+}
+
 // A QP is reused for one connection after another (dat_ep_reset; dapltest's server does it
 // for every client). Each time, this end closes gracefully (Closing -> Idle, with the
 // receive gate closed) while the peer's end goes away, so the stream's end reaches the QP

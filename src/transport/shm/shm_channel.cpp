@@ -97,6 +97,10 @@ constexpr TerminateCode kTermCatastrophic{0, 0, 0x00};  // RDMAP local catastrop
 constexpr size_t kCtlCap = 64;
 constexpr size_t kCtlRoomForReq = 16;  // the req ring is consumed only with this much room
 constexpr uint32_t kNoChunk = ~0u;
+// Consumed slots an inline poller may leave unpublished for its next pass (Core::progress):
+// a quarter of each ring, so a streaming producer always has room while we catch up.
+constexpr uint64_t kLazyReqSlots = L::kReqSlots / 4;
+constexpr uint64_t kLazyRespSlots = L::kRespSlots / 4;
 constexpr size_t kCmaStage = L::kBounceChunks * L::kBounceChunk;
 // How long entries we gave the peer may sit unconsumed before we ring its doorbell anyway
 // (Core::peer_stalled). A peer that polls consumes within a microsecond; one whose thread
@@ -253,6 +257,8 @@ class Consumer {
         }
     }
     void pop(const L::EntryHdr &h) { pos_ += h.nslots; }
+    // Slots consumed but not yet published to the producer.
+    uint64_t uncommitted() const { return pos_ - committed_; }
     // Publishes consumption; true when something new was released to the producer.
     bool commit() {
         if (pos_ == committed_) return false;
@@ -455,7 +461,7 @@ class Core final : public ProgressSource {
 
     // tx
     bool emit_request(const OpRec &r, bool &broken);
-    void flush_unsent_locked();
+    bool flush_unsent_locked();
     OpResult finish_now_locked(OpResult r);
     void fail_all_locked(OpResult first);
     OpRec *find_locked(uint32_t seq);
@@ -562,9 +568,12 @@ void Core::notify_peer() {
 // doorbell. We are typically polling our CQ for the very operation that waits there.
 // Progress context only; cheap (two relaxed loads) while nothing of ours is outstanding.
 // Inline pollers call it on every empty CQ poll, and in a ping-pong our last entry is
-// outstanding during every one of them: there the clock is read on every 16th call only
-// (it was a quarter of the shm 8 B ping-pong's cycles), so a peer that consumes within 15
-// polls costs no clock read at all. The progress thread reads it on every call.
+// outstanding during every one of them: there the peer's indices and the clock are read
+// on every 16th call only, so a peer that consumes within 15 polls costs neither. (The
+// clock was a quarter of the shm 8 B ping-pong's cycles; and an index read on every poll
+// kept a copy of the peer's index line here, which the peer's next store of that index
+// had to take back across cores, on the peer's path to its reply.) The progress thread
+// reads both on every call.
 bool Core::peer_stalled() {
     uint64_t req = req_tx_.published(), resp = resp_tx_.published();
     if (req <= seen_req_cons_ && resp <= seen_resp_cons_) {
@@ -573,6 +582,7 @@ bool Core::peer_stalled() {
         return false;
     }
     if (socket_done_ || peer_gone_.load(std::memory_order_acquire)) return false;
+    if (ProgressEngine::inline_poll_context() && (++stall_calls_ & 15) != 0) return false;
     uint64_t req_cons = req_tx_.consumed(), resp_cons = resp_tx_.consumed();
     if (req_cons != seen_req_cons_ || resp_cons != seen_resp_cons_) {
         // The peer moved: a new wait, if any, starts here.
@@ -584,8 +594,6 @@ bool Core::peer_stalled() {
         return false;
     }
     if (stall_rung_) return false;
-    // Inline pollers come back within microseconds; the progress thread may not.
-    if (ProgressEngine::inline_poll_context() && (++stall_calls_ & 15) != 0) return false;
     int64_t now = now_ns();
     if (stall_since_ns_ == 0) {
         stall_since_ns_ = now;
@@ -756,9 +764,10 @@ OpResult Core::submit(const OutboundOp &op) {
     return {OpOutcome::Pending, {}};
 }
 
-void Core::flush_unsent_locked() {
-    if (unsent_.load(std::memory_order_relaxed) == 0) return;
+bool Core::flush_unsent_locked() {
+    if (unsent_.load(std::memory_order_relaxed) == 0) return false;
     bool broken = false;
+    bool emitted = false;
     // Unsent records are the newest ones; skip the (few) already sent in front of them.
     auto it = ops_.begin();
     while (it != ops_.end() && it->sent)
@@ -769,6 +778,7 @@ void Core::flush_unsent_locked() {
         if (closed_.load(std::memory_order_acquire)) break;
         if (!emit_request(r, broken)) break;
         r.sent = true;
+        emitted = true;
         if (r.inline_data) {  // handed over: done, like a Send in the kernel's buffer
             r.ready = true;
             r.result = {OpOutcome::Done, {}};
@@ -782,6 +792,7 @@ void Core::flush_unsent_locked() {
         peer_gone_.store(true, std::memory_order_release);
         work_.store(true, std::memory_order_release);
     }
+    return emitted;
 }
 
 void Core::fail_all_locked(OpResult first) {
@@ -1414,6 +1425,8 @@ bool Core::process_resp() {
 // progress thread would spin instead of sleeping.
 bool Core::quick_check(uint32_t events) const {
     if (events != 0 || work_.load(std::memory_order_acquire)) return true;
+    // Consumption an inline pass left unpublished (see progress()).
+    if (req_rx_.uncommitted() != 0 || resp_rx_.uncommitted() != 0) return true;
     if (rx_open_.load(std::memory_order_acquire)) {
         if (!peer_close_seen_ && resp_rx_.ready()) return true;
         if (!cur_.active && req_rx_.ready() &&
@@ -1447,11 +1460,11 @@ void Core::progress(uint32_t events) {
             break;
         }
     }
-    bool consumed = false;
+    bool took = false;
     if (engine::GateScope in_ep(ep_gate_); in_ep) {
         // Responses first (they free our records and chunks), then requests in order.
-        consumed |= process_resp();
-        consumed |= process_req();
+        took |= process_resp();
+        took |= process_req();
         if (peer_close_seen_ && !told_closed_) {
             // Graceful close: deliver what was sent before it. An operation the target
             // was pulling can no longer complete (the peer flushed it when it closed).
@@ -1470,20 +1483,37 @@ void Core::progress(uint32_t events) {
             ep_->rx_llp_closed(CloseKind::Graceful);
         }
     }
-    consumed |= req_rx_.commit();
-    consumed |= resp_rx_.commit();
     // The locks only when there is something queued behind them: a poller that consumed
     // one inline send takes none (no locks on the poll path). A record or control entry
     // queued after these loads is flushed by whoever queued it (submit, push_ctl).
+    bool tell_peer = false;
     if (unsent_.load(std::memory_order_acquire) != 0) {
         std::lock_guard lk(mu_);
-        flush_unsent_locked();
+        tell_peer |= flush_unsent_locked();
     }
     if (ctl_pending_.load(std::memory_order_acquire) != 0) {
         std::lock_guard lk(ctl_mu_);
-        consumed |= flush_ctl_locked();
+        tell_peer |= flush_ctl_locked();
     }
-    if (consumed) notify_peer();
+    // What we consumed is published (our ring indices, then notify_peer()'s RMW on the
+    // peer's need_wake) on the next pass of an inline poller, not on the pass that took
+    // the entries: that pass ends in the completion the application is waiting for, and
+    // the RMW there (which also waits for the index store) was on the path of every
+    // small message's one-way latency. The next pass comes within nanoseconds while the
+    // application polls; when it stops, its progress thread publishes once its park ends
+    // or the producer's stall doorbell wakes it (quick_check reports uncommitted
+    // consumption as work, for both). A large backlog is published at once so
+    // a streaming producer never waits on it, and so is everything when the peer must be
+    // told anyway (we just produced into its rings).
+    const bool defer = took && !tell_peer && ProgressEngine::inline_poll_context() &&
+                       req_rx_.uncommitted() < kLazyReqSlots &&
+                       resp_rx_.uncommitted() < kLazyRespSlots &&
+                       !closed_.load(std::memory_order_acquire);
+    if (!defer) {
+        tell_peer |= req_rx_.commit();
+        tell_peer |= resp_rx_.commit();
+    }
+    if (tell_peer) notify_peer();
     if (peer_gone_.load(std::memory_order_acquire) && !socket_done_) {
         socket_done_ = true;
         pe_.unwatch(token_);  // level-triggered EOF would fire for ever
