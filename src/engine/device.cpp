@@ -108,7 +108,7 @@ uint32_t Cq::poll(ri_wc_t *out, uint32_t max) {
     // serialises calls on one CQ, or the provider-serialised view holds the handle's lock).
     uint32_t n = 0;
     constexpr uint64_t kPosMask = (uint64_t{1} << 40) - 1;
-    while (n < max && ring.pop([&](const Cqe &c, std::span<const std::byte>) {
+    while (n < max && ring.pop_single_consumer([&](const Cqe &c, std::span<const std::byte>) {
         out[n].rc_wc = c.wc;
         if (c.retire_slot != ~0u) {
             // Free the send-queue slots up to this WR, unless the QP was reset since.

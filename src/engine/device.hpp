@@ -100,8 +100,12 @@ class Cq {
 
     // Producer side (any thread). Returns false on overflow (the CQ is then in error).
     bool push(const Cqe &e);
-    // Consumer side: fills up to `max` entries.
+    // Consumer side: fills up to `max` entries. One consumer at a time (RNICPI serialises
+    // the calls on one CQ: the consumer, or the provider-serialised handle's lock).
     uint32_t poll(ri_wc_t *out, uint32_t max);
+    // Consumer side: true when poll() would return something. Inline, for the empty
+    // polls of a busy-polling consumer.
+    bool has_completions() const { return ring.ready_for_single_consumer(); }
 };
 
 // A receive WQE as kept in a receive queue or SRQ; its SGEs trail it in the slot.

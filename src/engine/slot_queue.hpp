@@ -103,6 +103,26 @@ class SlotQueue {
         }
     }
 
+    // pop() for a queue whose consumers never run concurrently (a CQ: RNICPI serialises
+    // the calls on one CQ, L1316-1363): no CAS on the head, which only its one consumer
+    // moves. Producers may run concurrently.
+    template <class Take>
+    bool pop_single_consumer(Take &&take) {
+        const uint64_t pos = head_.load(std::memory_order_relaxed);
+        Slot *s = slot(pos & mask_);
+        if (s->seq.load(std::memory_order_acquire) != pos + 1) return false;
+        take(std::as_const(s->header), std::span<const Trailer>(trailer_span(s)));
+        // The head first: a producer that finds the slot free (seq) then sees the queue
+        // with this entry gone in size() and in its full-queue check.
+        head_.store(pos + 1, std::memory_order_relaxed);
+        s->seq.store(pos + capacity_, std::memory_order_release);
+        return true;
+    }
+    // True when the next pop_single_consumer() finds an entry (its consumer only).
+    bool ready_for_single_consumer() const {
+        const uint64_t pos = head_.load(std::memory_order_relaxed);
+        return slot(pos & mask_)->seq.load(std::memory_order_acquire) == pos + 1;
+    }
     // Exchanges contents with `o`. Caller excludes all users of both.
     void swap(SlotQueue &o) {
         std::swap(storage_, o.storage_);

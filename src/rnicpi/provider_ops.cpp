@@ -490,12 +490,12 @@ struct Ops {
         Cq *c = owned(r->dev->cqs, cq, r);
         if (!c) return RI_RET_CQ_INVALID_HANDLE;
         if (!num || (!wcs && *num)) return RI_RET_INVALID_PARAMETER;
-        uint32_t n = c->poll(wcs, *num);
+        uint32_t n = c->has_completions() ? c->poll(wcs, *num) : 0;
         if (n == 0 && *num != 0 && r->dev->progress.active()) {
             // Nothing yet: move this instance's streams ourselves rather than wait for the
             // progress thread to be scheduled (it parks while consumers poll).
             r->dev->progress.poll_inline();
-            n = c->poll(wcs, *num);
+            if (c->has_completions()) n = c->poll(wcs, *num);
         }
         *num = n;
         return n ? RI_RET_SUCCESS : RI_RET_CQ_EMPTY;

@@ -100,6 +100,47 @@ TEST(SlotQueue, ConcurrentProducersAndConsumersLoseNothing) {
     EXPECT_EQ(sum.load(), n * (n + 1) / 2);
 }
 
+// The CQ's consumer side: one consumer without a CAS, producers on other threads. A small
+// queue keeps it full most of the time, so producers wrap onto slots the consumer is
+// leaving; each producer's entries must come out in its order, none lost or repeated, and
+// ready_for_single_consumer() must agree with what the pop finds.
+TEST(SlotQueue, SingleConsumerPopWithConcurrentProducers) {
+    SlotQueue<Item> q(8, 0);
+    constexpr uint64_t kPerProducer = 100000;
+    constexpr int kProducers = 2;
+    std::vector<std::thread> th;
+    for (int p = 0; p < kProducers; ++p)
+        th.emplace_back([&, p] {
+            for (uint64_t i = 0; i < kPerProducer; ++i)
+                while (!q.push([&](Item &it, auto) { it.v = (uint64_t(p) << 32) | i; }))
+                    std::this_thread::yield();
+        });
+    uint64_t next[kProducers] = {};
+    uint64_t taken = 0, bad = 0, ready_but_empty = 0;
+    while (taken < kProducers * kPerProducer) {
+        const bool ready = q.ready_for_single_consumer();
+        uint64_t v = 0;
+        if (q.pop_single_consumer([&](const Item &it, auto) { v = it.v; })) {
+            const auto p = static_cast<int>(v >> 32);
+            if (p >= kProducers || (v & 0xffffffffu) != next[p]) ++bad;
+            if (p < kProducers) next[p] = (v & 0xffffffffu) + 1;
+            ++taken;
+        } else {
+            if (ready) ++ready_but_empty;
+            std::this_thread::yield();
+        }
+    }
+    for (auto &t : th)
+        t.join();
+    EXPECT_EQ(bad, 0u) << "an entry out of its producer's order, or a stray one";
+    EXPECT_EQ(ready_but_empty, 0u) << "ready, yet the pop found nothing";
+    EXPECT_FALSE(q.ready_for_single_consumer());
+    EXPECT_FALSE(q.pop_single_consumer([](const Item &, auto) {}));
+    EXPECT_EQ(q.size(), 0u);
+    for (int p = 0; p < kProducers; ++p)
+        EXPECT_EQ(next[p], kPerProducer);
+}
+
 TEST(HandleTable, StaleForeignAndForgedHandlesAreRejected) {
     HandleTable<int> t(ObjKind::Qp, 4);
     void *h = t.insert(std::make_unique<int>(7));
