@@ -113,8 +113,10 @@ bool unwrap_pd(const std::vector<uint8_t> &in, std::vector<uint8_t> &out, uint8_
     return true;
 }
 
+// Inline: one call of every data-path entry point (an out-of-line copy folded for all T
+// cost a call and return around the cache probe).
 template <class T>
-T *as(DAT_HANDLE h, DAT_HANDLE_TYPE t) {
+[[gnu::always_inline]] inline T *as(DAT_HANDLE h, DAT_HANDLE_TYPE t) {
     return handles().valid(h, t) ? static_cast<T *>(static_cast<Obj *>(h)) : nullptr;
 }
 Ia *as_ia(DAT_HANDLE h) {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cm/connection_manager.hpp"
+#include "evd_mutex.hpp"
 #include "handle_table.hpp"
 
 namespace softrnic::dapl {
@@ -110,8 +111,8 @@ class EventRing {
 };
 
 struct Evd : Obj {
-    std::mutex mu;
-    std::condition_variable cv;
+    EvdMutex mu;
+    std::condition_variable_any cv;
     EventRing q;
     DAT_COUNT qlen = 0;
     DAT_EVD_FLAGS flags{};
