@@ -368,6 +368,37 @@ struct OpRec {
     uint64_t placed = 0;  // Read without CMA: bytes copied out of the target's chunks
 };
 
+// What a request entry is made from: a queued OpRec, or the poster's OutboundOp itself on
+// the inline fast path (submit_now), which used to copy it into a zeroed OpRec first.
+struct EntrySource {
+    OpKind kind = OpKind::Send;
+    bool solicited = false;
+    bool inline_data = false;
+    uint32_t seq = 0;
+    std::span<const IoSpan> local;
+    uint64_t length = 0;
+    uint32_t remote_stag = 0;
+    uint64_t remote_to = 0;
+    uint32_t immediate = 0;
+    uint64_t op1 = 0, op2 = 0;
+};
+
+EntrySource source_of(const OpRec &r) {
+    EntrySource e;
+    e.kind = r.kind;
+    e.solicited = r.solicited;
+    e.inline_data = r.inline_data;
+    e.seq = r.seq;
+    e.local = {r.local.data(), r.nlocal};
+    e.length = r.length;
+    e.remote_stag = r.remote_stag;
+    e.remote_to = r.remote_to;
+    e.immediate = r.immediate;
+    e.op1 = r.op1;
+    e.op2 = r.op2;
+    return e;
+}
+
 // A control entry waiting for room in the peer's resp ring.
 struct Ctl {
     L::Type type = L::Type::Ack;
@@ -460,7 +491,7 @@ class Core final : public ProgressSource {
     void ring_stalled_peer();
 
     // tx
-    bool emit_request(const OpRec &r, bool &broken);
+    bool emit_request(const EntrySource &r, bool &broken);
     bool flush_unsent_locked();
     OpResult finish_now_locked(OpResult r);
     void fail_all_locked(OpResult first);
@@ -612,7 +643,7 @@ void Core::ring_stalled_peer() {
     counters().stall_doorbells.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool Core::emit_request(const OpRec &r, bool &broken) {
+bool Core::emit_request(const EntrySource &r, bool &broken) {
     L::Type type;
     uint8_t flags = r.solicited ? L::kFlagSolicited : 0;
     uint32_t payload = 0;
@@ -647,8 +678,8 @@ bool Core::emit_request(const OpRec &r, bool &broken) {
     }
     uint32_t niov = 0;
     if (remote_iov) {
-        for (uint32_t i = 0; i < r.nlocal; ++i)
-            niov += r.local[i].len != 0;
+        for (const IoSpan &l : r.local)
+            niov += l.len != 0;
         payload = niov * sizeof(L::Iov);
     } else if (r.inline_data) {
         payload = static_cast<uint32_t>(r.length);
@@ -669,14 +700,14 @@ bool Core::emit_request(const OpRec &r, bool &broken) {
         std::memcpy(out, &r.op1, 8);
         std::memcpy(out + 8, &r.op2, 8);
     } else if (remote_iov) {
-        for (uint32_t i = 0; i < r.nlocal; ++i) {
-            if (!r.local[i].len) continue;
-            L::Iov v{reinterpret_cast<uintptr_t>(r.local[i].ptr), r.local[i].len};
+        for (const IoSpan &l : r.local) {
+            if (!l.len) continue;
+            L::Iov v{reinterpret_cast<uintptr_t>(l.ptr), l.len};
             std::memcpy(out, &v, sizeof v);
             out += sizeof v;
         }
     } else {
-        gather(r.local.data(), r.nlocal, 0, out, r.length);
+        gather(r.local.data(), static_cast<uint32_t>(r.local.size()), 0, out, r.length);
     }
     req_tx_.publish(e, k);
     return true;
@@ -712,12 +743,11 @@ bool Core::submit_now(const OutboundOp &op, OpResult &out) {
         unsent_.load(std::memory_order_acquire) != 0 ||
         unreported_.load(std::memory_order_acquire) != 0 || closed_.load(std::memory_order_acquire))
         return false;
-    OpRec r;
+    EntrySource r;
     r.kind = op.kind;
     r.solicited = op.solicited;
     r.inline_data = true;
-    std::copy(op.local.begin(), op.local.end(), r.local.begin());
-    r.nlocal = static_cast<uint32_t>(op.local.size());
+    r.local = op.local;
     r.length = op.length;
     r.remote_stag = op.remote_stag;
     r.remote_to = op.remote_to;
@@ -776,7 +806,7 @@ bool Core::flush_unsent_locked() {
         OpRec &r = *it;
         if (r.sent || r.ready) continue;
         if (closed_.load(std::memory_order_acquire)) break;
-        if (!emit_request(r, broken)) break;
+        if (!emit_request(source_of(r), broken)) break;
         r.sent = true;
         emitted = true;
         if (r.inline_data) {  // handed over: done, like a Send in the kernel's buffer
