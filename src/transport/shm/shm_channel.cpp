@@ -349,55 +349,44 @@ size_t build_term_msg(TerminateCode code, bool tagged, uint32_t stag, uint64_t t
 
 // One outstanding operation at the initiator (submission order). The engine keeps the
 // local memory pinned until tx_complete.
-struct OpRec {
-    uint32_t seq = 0;
+// What a request entry says about an operation, beside its gather list and sequence
+// number: kept in a queued OpRec, or made from the poster's OutboundOp on the inline fast
+// path (submit_now), which used to copy it into a zeroed OpRec first.
+struct EntryFields {
     OpKind kind = OpKind::Send;
     bool solicited = false;
     bool inline_data = false;
+    uint64_t length = 0;
+    uint32_t remote_stag = 0;
+    uint64_t remote_to = 0;
+    uint32_t immediate = 0;
+    uint64_t op1 = 0, op2 = 0;
+};
+
+EntryFields fields_of(const OutboundOp &op, bool inline_data) {
+    EntryFields f;
+    f.kind = op.kind;
+    f.solicited = op.solicited;
+    f.inline_data = inline_data;
+    f.length = op.length;
+    f.remote_stag = op.remote_stag;
+    f.remote_to = op.remote_to;
+    f.immediate = op.immediate;
+    f.op1 = op.operand1;
+    f.op2 = op.operand2;
+    return f;
+}
+
+struct OpRec : EntryFields {
+    uint32_t seq = 0;
     bool sent = false;
     bool ready = false;
     OpResult result{};
     std::array<IoSpan, L::kMaxIov> local{};
     uint32_t nlocal = 0;
-    uint64_t length = 0;
-    uint32_t remote_stag = 0;
-    uint64_t remote_to = 0;
-    uint32_t immediate = 0;
-    uint64_t op1 = 0, op2 = 0;
     uint64_t *atomic_result = nullptr;
     uint64_t placed = 0;  // Read without CMA: bytes copied out of the target's chunks
 };
-
-// What a request entry is made from: a queued OpRec, or the poster's OutboundOp itself on
-// the inline fast path (submit_now), which used to copy it into a zeroed OpRec first.
-struct EntrySource {
-    OpKind kind = OpKind::Send;
-    bool solicited = false;
-    bool inline_data = false;
-    uint32_t seq = 0;
-    std::span<const IoSpan> local;
-    uint64_t length = 0;
-    uint32_t remote_stag = 0;
-    uint64_t remote_to = 0;
-    uint32_t immediate = 0;
-    uint64_t op1 = 0, op2 = 0;
-};
-
-EntrySource source_of(const OpRec &r) {
-    EntrySource e;
-    e.kind = r.kind;
-    e.solicited = r.solicited;
-    e.inline_data = r.inline_data;
-    e.seq = r.seq;
-    e.local = {r.local.data(), r.nlocal};
-    e.length = r.length;
-    e.remote_stag = r.remote_stag;
-    e.remote_to = r.remote_to;
-    e.immediate = r.immediate;
-    e.op1 = r.op1;
-    e.op2 = r.op2;
-    return e;
-}
 
 // A control entry waiting for room in the peer's resp ring.
 struct Ctl {
@@ -491,7 +480,8 @@ class Core final : public ProgressSource {
     void ring_stalled_peer();
 
     // tx
-    bool emit_request(const EntrySource &r, bool &broken);
+    bool emit_request(const EntryFields &r, std::span<const IoSpan> local, uint32_t seq,
+                      bool &broken);
     bool flush_unsent_locked();
     OpResult finish_now_locked(OpResult r);
     void fail_all_locked(OpResult first);
@@ -643,7 +633,8 @@ void Core::ring_stalled_peer() {
     counters().stall_doorbells.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool Core::emit_request(const EntrySource &r, bool &broken) {
+bool Core::emit_request(const EntryFields &r, std::span<const IoSpan> local, uint32_t seq,
+                        bool &broken) {
     L::Type type;
     uint8_t flags = r.solicited ? L::kFlagSolicited : 0;
     uint32_t payload = 0;
@@ -678,7 +669,7 @@ bool Core::emit_request(const EntrySource &r, bool &broken) {
     }
     uint32_t niov = 0;
     if (remote_iov) {
-        for (const IoSpan &l : r.local)
+        for (const IoSpan &l : local)
             niov += l.len != 0;
         payload = niov * sizeof(L::Iov);
     } else if (r.inline_data) {
@@ -692,7 +683,7 @@ bool Core::emit_request(const EntrySource &r, bool &broken) {
     e->stag = r.remote_stag;
     e->a = r.remote_to;
     e->b = r.length;
-    e->seq = r.seq;
+    e->seq = seq;
     e->imm = r.immediate;
     e->len = static_cast<uint16_t>(payload);
     auto *out = reinterpret_cast<std::byte *>(e) + L::kHdrBytes;
@@ -700,14 +691,14 @@ bool Core::emit_request(const EntrySource &r, bool &broken) {
         std::memcpy(out, &r.op1, 8);
         std::memcpy(out + 8, &r.op2, 8);
     } else if (remote_iov) {
-        for (const IoSpan &l : r.local) {
+        for (const IoSpan &l : local) {
             if (!l.len) continue;
             L::Iov v{reinterpret_cast<uintptr_t>(l.ptr), l.len};
             std::memcpy(out, &v, sizeof v);
             out += sizeof v;
         }
     } else {
-        gather(r.local.data(), static_cast<uint32_t>(r.local.size()), 0, out, r.length);
+        gather(local.data(), static_cast<uint32_t>(local.size()), 0, out, r.length);
     }
     req_tx_.publish(e, k);
     return true;
@@ -743,17 +734,8 @@ bool Core::submit_now(const OutboundOp &op, OpResult &out) {
         unsent_.load(std::memory_order_acquire) != 0 ||
         unreported_.load(std::memory_order_acquire) != 0 || closed_.load(std::memory_order_acquire))
         return false;
-    EntrySource r;
-    r.kind = op.kind;
-    r.solicited = op.solicited;
-    r.inline_data = true;
-    r.local = op.local;
-    r.length = op.length;
-    r.remote_stag = op.remote_stag;
-    r.remote_to = op.remote_to;
-    r.immediate = op.immediate;
     bool broken = false;
-    if (emit_request(r, broken)) {
+    if (emit_request(fields_of(op, true), op.local, 0, broken)) {
         notify_peer();
         out = {OpOutcome::Done, {}};
         return true;
@@ -771,18 +753,10 @@ OpResult Core::submit(const OutboundOp &op) {
         return finish_now_locked({OpOutcome::Disconnected, {}});
     if (!fits) return finish_now_locked({OpOutcome::Terminated, kTermUnexpectedOp});
     OpRec &rec = ops_.emplace_back();
+    static_cast<EntryFields &>(rec) = fields_of(op, small);
     rec.seq = next_seq_++;
-    rec.kind = op.kind;
-    rec.solicited = op.solicited;
-    rec.inline_data = small;
     std::copy(op.local.begin(), op.local.end(), rec.local.begin());
     rec.nlocal = static_cast<uint32_t>(op.local.size());
-    rec.length = op.length;
-    rec.remote_stag = op.remote_stag;
-    rec.remote_to = op.remote_to;
-    rec.immediate = op.immediate;
-    rec.op1 = op.operand1;
-    rec.op2 = op.operand2;
     rec.atomic_result = op.atomic_result;
     unreported_.fetch_add(1, std::memory_order_acq_rel);
     unsent_.fetch_add(1, std::memory_order_acq_rel);
@@ -806,7 +780,7 @@ bool Core::flush_unsent_locked() {
         OpRec &r = *it;
         if (r.sent || r.ready) continue;
         if (closed_.load(std::memory_order_acquire)) break;
-        if (!emit_request(source_of(r), broken)) break;
+        if (!emit_request(r, {r.local.data(), r.nlocal}, r.seq, broken)) break;
         r.sent = true;
         emitted = true;
         if (r.inline_data) {  // handed over: done, like a Send in the kernel's buffer
