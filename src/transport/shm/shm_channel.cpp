@@ -347,8 +347,6 @@ size_t build_term_msg(TerminateCode code, bool tagged, uint32_t stag, uint64_t t
 
 // --------------------------------------------------------------------------- records
 
-// One outstanding operation at the initiator (submission order). The engine keeps the
-// local memory pinned until tx_complete.
 // What a request entry says about an operation, beside its gather list and sequence
 // number: kept in a queued OpRec, or made from the poster's OutboundOp on the inline fast
 // path (submit_now), which used to copy it into a zeroed OpRec first.
@@ -377,6 +375,8 @@ EntryFields fields_of(const OutboundOp &op, bool inline_data) {
     return f;
 }
 
+// One outstanding operation at the initiator (submission order). The engine keeps the
+// local memory pinned until tx_complete.
 struct OpRec : EntryFields {
     uint32_t seq = 0;
     bool sent = false;
