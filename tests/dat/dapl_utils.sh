@@ -44,13 +44,28 @@ skipped() {
     return 1
 }
 
+# wait_ready LOG PID: until the server whose output goes to LOG says it listens (each tool
+# prints such a line once its socket or service point is set up), it exits, or 15 s pass.
+# A fixed one-second sleep here let a client start before a server slowed down by the
+# machine's load was listening.
+wait_ready() {
+    n=0
+    while [ $n -lt 300 ]; do
+        grep -Eq "waiting for client|[Ss]erver ready|Service Point Ready" "$1" 2>/dev/null && return 0
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.05
+        n=$((n + 1))
+    done
+    return 1
+}
+
 # pair NAME TIMEOUT TOOL "SERVER ARGS" "CLIENT ARGS" PASS_REGEX
 pair() {
     name=$1 to=$2 tool=$3 sargs=$4 cargs=$5 ok=$6
     if skipped "$name"; then echo "SKIP $name"; return; fi
     timeout "$to" $tool $sargs > "$out/$name.server.log" 2>&1 &
     spid=$!
-    sleep 1
+    wait_ready "$out/$name.server.log" $spid || echo "    ($name: no readiness line from the server)"
     timeout "$to" $tool $cargs > "$out/$name.client.log" 2>&1
     crc=$?
     wait $spid
@@ -99,7 +114,7 @@ D="-D $ia"
 S="-s 127.0.0.1"
 timeout 900 dapltest -T S $D > "$out/dapltest.server.log" 2>&1 &
 dsrv=$!
-sleep 1
+wait_ready "$out/dapltest.server.log" $dsrv || echo "    (dapltest: no readiness line from the server)"
 dapl_case dapltest_T_sr -T T $S $D -i 500 -t 2 -w 2 -V client SR 4096 server SR 4096
 dapl_case dapltest_T_all -T T $S $D -i 500 -t 4 -w 4 -V \
     client SR 65536 3 server SR 65536 3 client RW 8192 2 client RR 8192 2 server RW 4096 server RR 4096
