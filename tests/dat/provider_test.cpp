@@ -1031,6 +1031,70 @@ TEST_F(DaplProvider, C33_SendRecvCompletionFields_L7062_L1197) {
     }
 }
 
+// dat_evd_dequeue takes up to 16 completions per CQ poll and hands the oldest straight to
+// the caller: a CQ holding a whole number of batches (16, 32) must give every event, in
+// order, and so must one that ends inside a batch (17).
+TEST_F(DaplProvider, DequeueGivesEveryEventOfWholeAndPartialPollBatches) {
+    DAT_EP_ATTR a{};
+    a.service_type = DAT_SERVICE_TYPE_RC;
+    a.max_message_size = 4096;
+    a.max_rdma_size = 4096;
+    a.max_recv_dtos = 40;
+    a.max_request_dtos = 40;
+    a.max_recv_iov = 1;
+    a.max_request_iov = 1;
+    a.max_rdma_read_iov = 1;
+    a.max_rdma_write_iov = 1;
+    DAT_EP_HANDLE cep = cli.ep(&a);
+    DAT_EP_HANDLE sep = srv.ep(&a);
+    connect(cep, sep);
+    constexpr size_t kSlot = 64;
+    Buf *rb = srv.buf(32 * kSlot);
+    Buf *sb = cli.buf(32 * kSlot);
+    uint64_t next = 0;
+    for (int batch : {16, 17, 32}) {
+        for (int i = 0; i < batch; ++i) {
+            DAT_LMR_TRIPLET t = rb->iov(size_t(i) * kSlot, kSlot);
+            ASSERT_EQ(dat_ep_post_recv(sep, 1, &t, cookie(next + i), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        }
+        const uint8_t mark = uint8_t(batch);
+        for (int i = 0; i < batch; ++i) {
+            std::memset(sb->v.data() + size_t(i) * kSlot, mark, kSlot);
+            DAT_LMR_TRIPLET t = sb->iov(size_t(i) * kSlot, kSlot);
+            ASSERT_EQ(dat_ep_post_send(cep, 1, &t, cookie(next + i), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        }
+        for (int i = 0; i < batch; ++i)
+            EXPECT_EQ(wait_event(cli.req).event_data.dto_completion_event_data.status,
+                      DAT_DTO_SUCCESS);
+        // Let the server's transport place the whole batch (its progress thread, woken by
+        // the sender) before the first dequeue, so that poll finds all of it in the CQ.
+        std::atomic_ref<uint8_t> last(rb->v[size_t(batch - 1) * kSlot + kSlot - 1]);
+        for (int spins = 0; spins < 20000 && last.load(std::memory_order_acquire) != mark; ++spins)
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        for (int i = 0; i < batch; ++i) {
+            DAT_EVENT e{};
+            DAT_RETURN r = DAT_QUEUE_EMPTY;
+            for (int tries = 0; tries < 200000 && DAT_GET_TYPE(r) == DAT_QUEUE_EMPTY; ++tries)
+                r = dat_evd_dequeue(srv.rcv, &e);
+            ASSERT_EQ(r, DAT_SUCCESS) << "batch of " << batch << ": event " << i << " missing";
+            const auto &d = e.event_data.dto_completion_event_data;
+            EXPECT_EQ(e.event_number, DAT_DTO_COMPLETION_EVENT);
+            EXPECT_EQ(e.evd_handle, srv.rcv);
+            EXPECT_EQ(d.ep_handle, sep);
+            EXPECT_EQ(d.operation, DAT_DTO_RECEIVE);
+            EXPECT_EQ(d.status, DAT_DTO_SUCCESS);
+            EXPECT_EQ(d.transfered_length, kSlot);
+            EXPECT_EQ(d.user_cookie.as_64, next + uint64_t(i)) << "batch of " << batch;
+        }
+        DAT_EVENT e{};
+        EXPECT_EQ(DAT_GET_TYPE(dat_evd_dequeue(srv.rcv, &e)), DAT_QUEUE_EMPTY);
+        next += uint64_t(batch);
+    }
+}
+
 TEST_F(DaplProvider, C34_ShortRecvIsLocalLengthAndBroken_L7324_L8505) {
     DAT_EP_HANDLE cep = cli.ep();
     DAT_EP_HANDLE sep = srv.ep();

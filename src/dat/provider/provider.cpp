@@ -256,83 +256,94 @@ void ep_watermark_reached(Ep *ep);
 Ep *make_provider_ep(Ia *ia, Sp *sp, Cr *cr);
 void drop_provider_ep(Ep *ep);
 
+// Turns one CQ completion into the EVD's event `ev` (zeroed by the caller). False when the
+// completion vanishes instead: its EP or RMR was freed (L5999). An EP whose completion
+// failed goes to `broken`, for the caller to break after unlocking (any non-success
+// completion breaks the connection, L8505). Called with evd->mu held.
+[[gnu::always_inline]] inline bool wc_to_event(Evd *evd, const ri_rc_wc_t &wc, DAT_EVENT &ev,
+                                               std::vector<Ep *> *broken) {
+    ev.evd_handle = evd;
+    DAT_DTO_COMPLETION_STATUS st = map_status(wc.op_status);
+    if (wc.op_type == RI_WC_TYPE_BIND) {
+        auto *rmr = reinterpret_cast<Rmr *>(static_cast<uintptr_t>(wc.id));
+        if (!handles().valid(rmr, DAT_HANDLE_TYPE_RMR)) return false;
+        ev.event_number = DAT_RMR_BIND_COMPLETION_EVENT;
+        ev.event_data.rmr_completion_event_data.rmr_handle = rmr;
+        ev.event_data.rmr_completion_event_data.user_cookie = rmr->cookie;
+        ev.event_data.rmr_completion_event_data.status =
+            st == DAT_DTO_SUCCESS ? DAT_RMR_BIND_SUCCESS : DAT_RMR_OPERATION_FAILED;
+        return true;
+    }
+    auto *ep = static_cast<Ep *>(wc.qp_os_data);
+    if (!handles().valid(ep, DAT_HANDLE_TYPE_EP)) return false;
+    ev.event_number = DAT_DTO_COMPLETION_EVENT;
+    auto &d = ev.event_data.dto_completion_event_data;
+    d.ep_handle = ep;
+    d.user_cookie.as_64 = wc.id;
+    d.status = st;
+    d.transfered_length = st == DAT_DTO_SUCCESS ? wc.bytes_transferred : 0;
+    switch (wc.op_type) {
+        case RI_WC_TYPE_SEND:
+            d.operation = DAT_DTO_SEND;
+            break;
+        case RI_WC_TYPE_RDMA_WRITE:
+            d.operation = DAT_DTO_RDMA_WRITE;
+            break;
+        case RI_WC_TYPE_RDMA_READ:
+        case RI_WC_TYPE_RDMA_READ_LOCAL_INVALIDATE: {
+            d.operation = DAT_DTO_RDMA_READ;
+            std::lock_guard elk(ep->mu);
+            if (!ep->split_reads.empty() && ep->split_reads.front().first == wc.id &&
+                (wc.flags & RI_WC_FLAG_LOCAL_SOLICITED) == 0) {
+                if (st == DAT_DTO_SUCCESS) d.transfered_length = ep->split_reads.front().second;
+                ep->split_reads.pop_front();
+            }
+            break;
+        }
+        default:
+            if (wc.flags & RI_WC_FLAG_RTAG_INVALIDATE) {
+                d.operation = DAT_DTO_RECEIVE_WITH_INVALIDATE;
+                d.rmr_context = wc.invalidated_rtag;
+            } else {
+                d.operation = DAT_DTO_RECEIVE;
+            }
+            ep->recvs_completed.store(ep->recvs_completed.load(std::memory_order_relaxed) + 1,
+                                      std::memory_order_relaxed);
+            break;
+    }
+    if (st != DAT_DTO_SUCCESS && st != DAT_DTO_ERR_FLUSHED && broken) broken->push_back(ep);
+    return true;
+}
+
 // Moves CQ completions into the EVD's queue while there is room. Called with evd->mu
-// held. EPs whose completions failed are collected so the caller breaks them after
-// unlocking (any non-success completion breaks the connection, L8505).
-void pull_cq_locked(Evd *evd, std::vector<Ep *> *broken) {
-    if (evd->cq == nullptr) return;
+// held, see wc_to_event for `broken`.
+//
+// With `first` (the queue is then empty), the oldest completion becomes *first instead,
+// the caller's own event: dat_evd_dequeue's common case (one event, nothing queued) then
+// fills the consumer's DAT_EVENT in place rather than a queue slot it copies out of.
+// Returns whether *first was filled.
+bool pull_cq_locked(Evd *evd, std::vector<Ep *> *broken, DAT_EVENT *first = nullptr) {
+    if (evd->cq == nullptr) return false;
+    bool filled = false;
     ri_wc_t wcs[16];
     for (;;) {
         size_t room = evd->qlen > DAT_COUNT(evd->q.size()) ? evd->qlen - evd->q.size() : 0;
-        if (room == 0) return;
+        if (first && !filled) ++room;  // *first takes no queue slot
+        if (room == 0) return filled;
         uint_t n = static_cast<uint_t>(std::min<size_t>(room, 16));
         ri_err_data_t e = 0;
-        if (ri_cq_poll(evd->ia->rnic, evd->cq, wcs, &n, &e) != RI_RET_SUCCESS || n == 0) return;
-        for (uint_t i = 0; i < n; ++i) {
-            const ri_rc_wc_t &wc = wcs[i].rc_wc;
-            DAT_EVENT &ev = evd->q.emplace_back();
-            ev.evd_handle = evd;
-            DAT_DTO_COMPLETION_STATUS st = map_status(wc.op_status);
-            if (wc.op_type == RI_WC_TYPE_BIND) {
-                auto *rmr = reinterpret_cast<Rmr *>(static_cast<uintptr_t>(wc.id));
-                if (!handles().valid(rmr, DAT_HANDLE_TYPE_RMR)) {
-                    evd->q.pop_back();
-                    continue;
-                }
-                ev.event_number = DAT_RMR_BIND_COMPLETION_EVENT;
-                ev.event_data.rmr_completion_event_data.rmr_handle = rmr;
-                ev.event_data.rmr_completion_event_data.user_cookie = rmr->cookie;
-                ev.event_data.rmr_completion_event_data.status =
-                    st == DAT_DTO_SUCCESS ? DAT_RMR_BIND_SUCCESS : DAT_RMR_OPERATION_FAILED;
-            } else {
-                auto *ep = static_cast<Ep *>(wc.qp_os_data);
-                // Completions of a freed EP may vanish (L5999).
-                if (!handles().valid(ep, DAT_HANDLE_TYPE_EP)) {
-                    evd->q.pop_back();
-                    continue;
-                }
-                ev.event_number = DAT_DTO_COMPLETION_EVENT;
-                auto &d = ev.event_data.dto_completion_event_data;
-                d.ep_handle = ep;
-                d.user_cookie.as_64 = wc.id;
-                d.status = st;
-                d.transfered_length = st == DAT_DTO_SUCCESS ? wc.bytes_transferred : 0;
-                switch (wc.op_type) {
-                    case RI_WC_TYPE_SEND:
-                        d.operation = DAT_DTO_SEND;
-                        break;
-                    case RI_WC_TYPE_RDMA_WRITE:
-                        d.operation = DAT_DTO_RDMA_WRITE;
-                        break;
-                    case RI_WC_TYPE_RDMA_READ:
-                    case RI_WC_TYPE_RDMA_READ_LOCAL_INVALIDATE: {
-                        d.operation = DAT_DTO_RDMA_READ;
-                        std::lock_guard elk(ep->mu);
-                        if (!ep->split_reads.empty() && ep->split_reads.front().first == wc.id &&
-                            (wc.flags & RI_WC_FLAG_LOCAL_SOLICITED) == 0) {
-                            if (st == DAT_DTO_SUCCESS)
-                                d.transfered_length = ep->split_reads.front().second;
-                            ep->split_reads.pop_front();
-                        }
-                        break;
-                    }
-                    default:
-                        if (wc.flags & RI_WC_FLAG_RTAG_INVALIDATE) {
-                            d.operation = DAT_DTO_RECEIVE_WITH_INVALIDATE;
-                            d.rmr_context = wc.invalidated_rtag;
-                        } else {
-                            d.operation = DAT_DTO_RECEIVE;
-                        }
-                        ep->recvs_completed.store(
-                            ep->recvs_completed.load(std::memory_order_relaxed) + 1,
-                            std::memory_order_relaxed);
-                        break;
-                }
-                if (st != DAT_DTO_SUCCESS && st != DAT_DTO_ERR_FLUSHED && broken)
-                    broken->push_back(ep);
+        if (ri_cq_poll(evd->ia->rnic, evd->cq, wcs, &n, &e) != RI_RET_SUCCESS || n == 0)
+            return filled;
+        uint_t i = 0;
+        if (first && !filled) {
+            while (i < n && !filled) {
+                *first = DAT_EVENT{};
+                filled = wc_to_event(evd, wcs[i++].rc_wc, *first, broken);
             }
         }
-        if (n < 16) return;
+        for (; i < n; ++i)
+            if (!wc_to_event(evd, wcs[i].rc_wc, evd->q.emplace_back(), broken)) evd->q.pop_back();
+        if (n < 16) return filled;
     }
 }
 
@@ -1514,14 +1525,16 @@ DAT_RETURN evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event) {
         // oldest is handed out without another CQ poll. A poll that finds the CQ empty
         // runs a progress pass, and one dequeue per event (the uDAPL model) would pay that
         // pass on every event of a batch the last poll took.
-        if (evd->q.empty()) pull_cq_locked(evd, &broken);
-        if (evd->q.empty()) {
+        bool taken = evd->q.empty() && pull_cq_locked(evd, &broken, event);
+        if (!taken && evd->q.empty()) {
             // Without the error class bit, as OFED's providers return it for CQ-backed
             // EVDs: dtest -p loops on `dat_evd_dequeue(...) == DAT_QUEUE_EMPTY`.
             ret = DAT_QUEUE_EMPTY;
         } else {
-            *event = evd->q.front();
-            evd->q.pop_front();
+            if (!taken) {
+                *event = evd->q.front();
+                evd->q.pop_front();
+            }
             // Several completions can arrive under one trigger; a CNO consumer that takes
             // one event per wake-up (dtest -c) must be woken again for the rest.
             if (!evd->q.empty() && evd->enabled) cno = evd->cno;
