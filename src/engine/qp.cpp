@@ -558,7 +558,7 @@ void Qp::finish_outbound(InFlight &f, transport::OpResult res) {
     if (res.outcome == OpOutcome::Done && t == RI_WR_TYPE_RDMA_READ_LOCAL_INVALIDATE) {
         // The sink STag is invalidated once the data is in, under the same rules as a
         // local invalidate (no windows bound, not shared).
-        MemEntry *e = f.refs[0].entry;
+        MemEntry *e = f.nrefs ? f.refs[0].entry : nullptr;
         li_status = e ? invalidate_status(StagTable::invalidate(*e, f.li_stag, pd, this))
                       : RI_WC_STATUS_INVALID_STAG_ERROR;
     }
