@@ -564,13 +564,16 @@ TEST_P(LastByte, StoredLastOnEveryPlacementPath) {
     // CMA is where the kernel's copy may expose the last byte first (2 KiB pulls the most
     // often); the bounce path places the last byte itself.
     const uint32_t rounds = x == Xport::Shm ? kRounds : kRounds / 8;
-    // 64 KiB + 1: four full bounce chunks and a 1-byte one without CMA.
-    const std::pair<size_t, uint32_t> plan[] = {
-        {2048, rounds}, {4096, rounds / 4}, {(64 << 10) + 1, rounds / 80}};
+    // 64 KiB + 1: four full bounce chunks and a 1-byte one without CMA. 384 KiB + 1: a
+    // CMA pull split between the progress thread and the copy helper (cma_copy.hpp).
+    const std::pair<size_t, uint32_t> plan[] = {{2048, rounds},
+                                                {4096, rounds / 4},
+                                                {(64 << 10) + 1, rounds / 80},
+                                                {(384 << 10) + 1, std::max(rounds / 400, 8u)}};
     // Writes in flight: round k goes to slot k % kSlots (page-aligned, as applications'
     // buffers usually are) of both buffers.
     constexpr uint32_t kSlots = 16;
-    const size_t stride = 68 << 10;
+    const size_t stride = 388 << 10;
     Buf tx(stride * kSlots), rx(stride * kSlots);
     Rnic ra("a"), rb("b");
     ASSERT_TRUE(ra.ok() && rb.ok());

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "shm_util.hpp"
+#include "transport/shm/cma_copy.hpp"
 #include "transport/shm/link.hpp"
 
 using namespace st;
@@ -24,6 +25,9 @@ struct RegionInfo {
 // exists before the baseline is taken.
 int settle() {
     std::thread([] {}).join();
+    // The CMA copy helper is one thread per process, started by the first large copy and
+    // kept for the next: not part of what a test leaves behind.
+    shm::cma_copy_helper_stop();
     return 0;
 }
 
@@ -37,6 +41,7 @@ struct Snapshot {
     uint64_t links = shm::stats().live_links;
 };
 void expect_same(const Snapshot &before) {
+    shm::cma_copy_helper_stop();
     // Threads end asynchronously after join in some libcs: allow them a moment.
     EXPECT_TRUE(
         eventually([&] { return count_threads() == before.threads; }, std::chrono::seconds(5)))

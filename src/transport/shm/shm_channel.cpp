@@ -16,6 +16,8 @@
 // (rx_recv_map) or STag (rx_tagged_acquire) and pulls with process_vm_readv, then acks.
 // A Read Request lists the initiator's sink iovecs; the target checks its STag (for_read)
 // and pushes with process_vm_writev, then acks. Reads up to kInlineMax come back inline.
+// From kCmaSplitMin on, a copy is split with the process's copy helper (cma_copy.hpp) and
+// still done when the call returns.
 // Atomics run at the target (Endpoint::rx_atomic, atomic w.r.t. other atomics on that
 // RNIC) and answer with the original value. Operations complete at the initiator in
 // submission order (tx_complete from the progress context).
@@ -72,6 +74,7 @@
 #include <vector>
 
 #include "engine/sync.hpp"
+#include "transport/shm/cma_copy.hpp"
 #include "transport/shm/link.hpp"
 #include "transport/shm/shm.hpp"
 #include "transport/transport.hpp"
@@ -1109,9 +1112,8 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
             if (!link_->peer_alive()) {
                 ok = false;  // the peer exited: its pid may already name another process
             } else if (!staged) {
-                ssize_t got =
-                    ::process_vm_readv(link_->peer_pid, local.data(), nlocal, iov.data(), niov, 0);
-                ok = got == static_cast<ssize_t>(t.length);
+                ok = cma_copy(link_->peer_pid, CmaDir::Read, {local.data(), nlocal},
+                              {iov.data(), niov}, t.length);
                 // Release: whoever reads this byte (acquire) sees every byte before it. The
                 // kernel stored them for this thread before the call returned (on x86 with
                 // string stores, which are ordered before a later separate store: Intel SDM
@@ -1202,11 +1204,10 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
                 return true;
             }
             iovec l{src.ptr, static_cast<size_t>(h.b)};
-            ssize_t put = link_->peer_alive()
-                              ? ::process_vm_writev(link_->peer_pid, &l, 1, iov.data(), niov, 0)
-                              : -1;
+            bool put = link_->peer_alive() &&
+                       cma_copy(link_->peer_pid, CmaDir::Write, {&l, 1}, {iov.data(), niov}, h.b);
             ep_->rx_tagged_release(ref);
-            if (put != static_cast<ssize_t>(h.b)) {
+            if (!put) {
                 cma_failed();
                 return false;
             }

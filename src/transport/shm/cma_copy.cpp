@@ -1,0 +1,299 @@
+// Two-thread CMA copies: see cma_copy.hpp.
+#include "transport/shm/cma_copy.hpp"
+
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace softrnic::transport::shm {
+namespace {
+
+// Longest iovec list a half may have: the transport's lists (kMaxIov + the last-byte
+// entry) fit; longer ones are copied in one call.
+constexpr size_t kMaxSliceIov = 16;
+// The helper keeps polling this long after its last half before it sleeps: back-to-back
+// large operations (a window of RDMA writes) then never pay its 30-45 us wake-up.
+constexpr int64_t kCopyHelperSpinNs = 200'000;
+
+int64_t now_ns() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+bool one_call(pid_t pid, CmaDir dir, const iovec *local, size_t nlocal, const iovec *remote,
+              size_t nremote, size_t total) {
+    ssize_t got = dir == CmaDir::Read ? ::process_vm_readv(pid, local, nlocal, remote, nremote, 0)
+                                      : ::process_vm_writev(pid, local, nlocal, remote, nremote, 0);
+    return got == static_cast<ssize_t>(total);
+}
+
+// The half a caller offers. Lives on the caller's stack: the helper must not touch it
+// after storing kDone.
+struct Job {
+    enum : uint32_t { kOffered, kDone };
+    pid_t pid = 0;
+    int caller_cpu = -1;
+    CmaDir dir = CmaDir::Read;
+    std::array<iovec, kMaxSliceIov> local{}, remote{};
+    size_t nlocal = 0, nremote = 0, len = 0;
+    bool ok = false;  // written by the helper before kDone (release)
+    std::atomic<uint32_t> state{kOffered};
+};
+
+std::atomic<uint64_t> g_split{0};
+std::atomic<uint64_t> g_helper_halves{0};
+
+class Helper {
+  public:
+    // The process's helper, its thread started on first use; nullptr when disabled or
+    // the thread could not start. A forked child gets its own (the parent's thread does
+    // not exist there).
+    static Helper *get() {
+        Helper *h = instance_.load(std::memory_order_acquire);
+        if (!h) [[unlikely]] {
+            if (!cma_copy_helper_enabled()) return nullptr;
+            h = create();
+            if (!h) return nullptr;
+        }
+        return h->ensure_running() ? h : nullptr;
+    }
+
+    // Ends the helper's thread and waits until it has (a later get() starts a new one).
+    static void stop() {
+        Helper *h = instance_.load(std::memory_order_acquire);
+        if (!h) return;
+        h->stop_.store(true, std::memory_order_seq_cst);
+        h->wake();
+        while (h->running_.load(std::memory_order_acquire))
+            ::sched_yield();
+        h->stop_.store(false, std::memory_order_release);
+    }
+
+    // Offers `j` to the helper. False when another caller's half is waiting there.
+    bool offer(Job &j) {
+        Job *none = nullptr;
+        // seq_cst: a Dekker pair with the helper's "sleeping = 1, then read the slot".
+        if (!slot_.compare_exchange_strong(none, &j, std::memory_order_seq_cst)) return false;
+        wake();
+        return true;
+    }
+
+    // Takes `j` back if the helper has not taken it. False when the helper copies it; the
+    // caller then waits for j.state == kDone.
+    bool take_back(Job &j) {
+        Job *mine = &j;
+        return slot_.compare_exchange_strong(mine, nullptr, std::memory_order_acq_rel);
+    }
+
+  private:
+    static Helper *create() {
+        static std::atomic<bool> atfork_registered{false};
+        if (!atfork_registered.exchange(true, std::memory_order_acq_rel))
+            ::pthread_atfork(nullptr, nullptr, [] {
+                // The child has no helper thread: its next large copy makes a new helper.
+                // The parent's object stays allocated (the child's copy of it is unused).
+                instance_.store(nullptr, std::memory_order_relaxed);
+            });
+        auto *h = new (std::nothrow) Helper;
+        if (!h) return nullptr;
+        Helper *none = nullptr;
+        if (!instance_.compare_exchange_strong(none, h, std::memory_order_acq_rel)) {
+            delete h;  // another caller's won
+            return none;
+        }
+        return h;  // never freed: callers hold it without a reference count
+    }
+
+    bool ensure_running() {
+        if (running_.load(std::memory_order_acquire)) [[likely]]
+            return true;
+        bool idle = false;
+        if (!running_.compare_exchange_strong(idle, true, std::memory_order_acq_rel))
+            return true;  // another caller started it
+        pthread_attr_t attr;
+        ::pthread_attr_init(&attr);
+        ::pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_t tid;
+        int rc = ::pthread_create(&tid, &attr, &Helper::main, this);
+        ::pthread_attr_destroy(&attr);
+        if (rc != 0) {
+            running_.store(false, std::memory_order_release);
+            return false;  // this copy goes in one call; a later one tries again
+        }
+        return true;
+    }
+
+    void wake() {
+        if (sleeping_.load(std::memory_order_seq_cst) != 0) {
+            sleeping_.store(0, std::memory_order_relaxed);
+            ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(&sleeping_), FUTEX_WAKE_PRIVATE, 1,
+                      nullptr, nullptr, 0);
+        }
+    }
+
+    static void *main(void *arg) {
+        ::pthread_setname_np(::pthread_self(), "softrnic-copy");
+        static_cast<Helper *>(arg)->run();
+        return nullptr;
+    }
+
+    // Keeps this thread off the CPU of the caller whose half it copies: with as many
+    // runnable threads as CPUs the scheduler would otherwise often leave both halves on
+    // one CPU, one after the other. Re-pinned only when the caller moved.
+    void keep_off(int cpu, int &kept_off) {
+        if (cpu < 0 || cpu == kept_off) return;
+        cpu_set_t set = allowed_;
+        CPU_CLR(cpu, &set);
+        if (CPU_COUNT(&set) == 0) return;
+        if (::sched_setaffinity(0, sizeof set, &set) == 0) kept_off = cpu;
+    }
+
+    void run() {
+        CPU_ZERO(&allowed_);
+        ::sched_getaffinity(0, sizeof allowed_, &allowed_);  // the process's, inherited
+        int kept_off = -1;
+        int64_t idle_since = now_ns();
+        uint32_t spins = 0;
+        while (!stop_.load(std::memory_order_acquire)) {
+            Job *j = slot_.load(std::memory_order_acquire);
+            if (j && slot_.compare_exchange_strong(j, nullptr, std::memory_order_acq_rel)) {
+                keep_off(j->caller_cpu, kept_off);
+                j->ok = one_call(j->pid, j->dir, j->local.data(), j->nlocal, j->remote.data(),
+                                 j->nremote, j->len);
+                g_helper_halves.fetch_add(1, std::memory_order_relaxed);
+                j->state.store(Job::kDone, std::memory_order_release);
+                idle_since = now_ns();
+                spins = 0;
+                continue;
+            }
+            // Idle polling yields often: on a machine with as many busy threads as CPUs
+            // (2 vCPUs: the application, its progress thread and this one), a thread
+            // sharing this CPU must not wait for a time slice to end.
+            if ((++spins & 15) != 0) {
+                cpu_relax();
+                continue;
+            }
+            if (now_ns() - idle_since < kCopyHelperSpinNs) {
+                ::sched_yield();
+                continue;
+            }
+            sleeping_.store(1, std::memory_order_seq_cst);
+            if (slot_.load(std::memory_order_seq_cst) == nullptr &&
+                !stop_.load(std::memory_order_seq_cst))
+                ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(&sleeping_), FUTEX_WAIT_PRIVATE,
+                          1, nullptr, nullptr, 0);
+            sleeping_.store(0, std::memory_order_relaxed);
+            idle_since = now_ns();
+        }
+        // A half offered from here on is taken back by its caller.
+        running_.store(false, std::memory_order_release);
+    }
+
+    cpu_set_t allowed_{};  // the helper thread's own
+    std::atomic<bool> running_{false};
+    std::atomic<bool> stop_{false};
+    alignas(64) std::atomic<Job *> slot_{nullptr};
+    alignas(64) std::atomic<uint32_t> sleeping_{0};
+
+    static inline std::atomic<Helper *> instance_{nullptr};
+};
+
+bool helper_enabled_by_env_and_cpus() {
+    if (const char *v = std::getenv("SOFTRNIC_SHM_COPY_THREADS")) {
+        if (std::strcmp(v, "1") == 0) return false;
+        if (std::strcmp(v, "2") == 0) return true;
+    }
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof set, &set) != 0) return false;
+    return CPU_COUNT(&set) >= 2;
+}
+
+}  // namespace
+
+bool cma_copy_helper_enabled() {
+    static const bool enabled = helper_enabled_by_env_and_cpus();
+    return enabled;
+}
+
+size_t cma_slice(std::span<const iovec> in, size_t off, size_t len, iovec *out) {
+    size_t n = 0, base = 0;
+    const size_t end = off + len;
+    for (const iovec &v : in) {
+        size_t s = base, e = base + v.iov_len;
+        size_t lo = std::max(s, off), hi = std::min(e, end);
+        if (lo < hi) out[n++] = {static_cast<char *>(v.iov_base) + (lo - s), hi - lo};
+        base = e;
+        if (base >= end) break;
+    }
+    return n;
+}
+
+bool cma_copy(pid_t pid, CmaDir dir, std::span<const iovec> local, std::span<const iovec> remote,
+              size_t total) {
+    Helper *h =
+        total >= kCmaSplitMin && local.size() <= kMaxSliceIov && remote.size() <= kMaxSliceIov
+            ? Helper::get()
+            : nullptr;
+    if (!h)
+        return one_call(pid, dir, local.data(), local.size(), remote.data(), remote.size(), total);
+
+    // Halves on a page boundary of the byte stream.
+    const size_t first = (total / 2) & ~size_t{4095};
+    Job j;
+    j.pid = pid;
+    j.caller_cpu = ::sched_getcpu();
+    j.dir = dir;
+    j.len = total - first;
+    j.nlocal = cma_slice(local, first, j.len, j.local.data());
+    j.nremote = cma_slice(remote, first, j.len, j.remote.data());
+    if (!h->offer(j))
+        return one_call(pid, dir, local.data(), local.size(), remote.data(), remote.size(), total);
+    g_split.fetch_add(1, std::memory_order_relaxed);
+
+    std::array<iovec, kMaxSliceIov> l1, r1;
+    size_t nl1 = cma_slice(local, 0, first, l1.data());
+    size_t nr1 = cma_slice(remote, 0, first, r1.data());
+    bool ok = one_call(pid, dir, l1.data(), nl1, r1.data(), nr1, first);
+
+    if (h->take_back(j))
+        return one_call(pid, dir, j.local.data(), j.nlocal, j.remote.data(), j.nremote, j.len) &&
+               ok;
+    // The helper is copying it: a syscall of about the length of ours. Spin briefly, then
+    // yield, in case the helper shares this CPU with us.
+    for (uint32_t spins = 0; j.state.load(std::memory_order_acquire) != Job::kDone; ++spins) {
+        if (spins < 256)
+            cpu_relax();
+        else
+            ::sched_yield();
+    }
+    return j.ok && ok;
+}
+
+void cma_copy_helper_stop() {
+    Helper::stop();
+}
+
+CmaCopyStats cma_copy_stats() {
+    return {g_split.load(std::memory_order_relaxed),
+            g_helper_halves.load(std::memory_order_relaxed)};
+}
+
+}  // namespace softrnic::transport::shm

@@ -1,0 +1,179 @@
+// cma_copy: large CMA copies split between the caller and the copy helper thread.
+// The peer is a forked child that only sleeps: its memory is the fork's copy of ours, so
+// addresses we hold name its buffers too.
+#include "transport/shm/cma_copy.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+namespace softrnic::transport::shm {
+namespace {
+
+// The helper on regardless of the CPU count the test runs with (read once, at first use).
+const bool kForced = [] { return ::setenv("SOFTRNIC_SHM_COPY_THREADS", "2", 0) == 0; }();
+
+uint8_t pattern(size_t i, uint8_t salt) {
+    return static_cast<uint8_t>((i * 131) ^ (i >> 9) ^ salt);
+}
+
+class Child {
+  public:
+    Child() {
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            for (;;)
+                ::pause();
+        }
+    }
+    ~Child() {
+        if (pid_ > 0) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, nullptr, 0);
+        }
+    }
+    pid_t pid() const { return pid_; }
+
+  private:
+    pid_t pid_ = -1;
+};
+
+// One buffer's iovecs: `cuts` splits it at those offsets (so halves cross entries).
+std::vector<iovec> cut(uint8_t *base, size_t len, std::vector<size_t> cuts) {
+    std::vector<iovec> v;
+    size_t prev = 0;
+    cuts.push_back(len);
+    for (size_t c : cuts) {
+        v.push_back({base + prev, c - prev});
+        prev = c;
+    }
+    return v;
+}
+
+TEST(ShmCmaCopy, SliceCutsTheByteRange) {
+    uint8_t b[100];
+    std::vector<iovec> in = {{b, 10}, {b + 20, 30}, {b + 60, 40}};  // 80 bytes
+    iovec out[3];
+    ASSERT_EQ(cma_slice(in, 0, 80, out), 3u);
+    EXPECT_EQ(out[0].iov_base, b);
+    EXPECT_EQ(out[2].iov_len, 40u);
+    ASSERT_EQ(cma_slice(in, 5, 10, out), 2u);  // 5 of the first, 5 of the second
+    EXPECT_EQ(out[0].iov_base, b + 5);
+    EXPECT_EQ(out[0].iov_len, 5u);
+    EXPECT_EQ(out[1].iov_base, b + 20);
+    EXPECT_EQ(out[1].iov_len, 5u);
+    ASSERT_EQ(cma_slice(in, 10, 30, out), 1u);  // exactly the second entry
+    EXPECT_EQ(out[0].iov_base, b + 20);
+    EXPECT_EQ(out[0].iov_len, 30u);
+    ASSERT_EQ(cma_slice(in, 79, 1, out), 1u);  // the last byte
+    EXPECT_EQ(out[0].iov_base, b + 99);
+    EXPECT_EQ(out[0].iov_len, 1u);
+    EXPECT_EQ(cma_slice(in, 80, 0, out), 0u);
+}
+
+// Reads and writes of sizes around the split threshold, with iovec lists whose halves
+// cross entries on both sides, are byte-exact and touch nothing outside the lists.
+TEST(ShmCmaCopy, SplitCopiesAreByteExact) {
+    ASSERT_TRUE(kForced);
+    const size_t sizes[] = {kCmaSplitMin - 1, kCmaSplitMin, kCmaSplitMin + 4097, size_t{1} << 20,
+                            (size_t{3} << 20) + 7};
+    const size_t kMax = (size_t{3} << 20) + 7, kGuard = 4096;
+    std::vector<uint8_t> far(kMax + 2 * kGuard), near(kMax + 2 * kGuard);
+    Child child;
+    ASSERT_GT(child.pid(), 0);
+    uint8_t salt = 1;
+    for (size_t n : sizes) {
+        for (CmaDir dir : {CmaDir::Read, CmaDir::Write}) {
+            ++salt;
+            // The child's copy of `far` is the peer's buffer; ours is the local one.
+            uint8_t *peer = far.data() + kGuard, *mine = near.data() + kGuard;
+            std::vector<iovec> remote = cut(peer, n, {n / 3, n / 3 + 1, (n * 2) / 3});
+            std::vector<iovec> local = cut(mine, n, {4096, n / 2 + 17, n - 1});
+            std::vector<uint8_t> expect(n);
+            for (size_t i = 0; i < n; ++i)
+                expect[i] = pattern(i, salt);
+            if (dir == CmaDir::Read) {
+                // Put the pattern in the child: write it there first (one plain call).
+                iovec l{expect.data(), n}, r{peer, n};
+                ASSERT_EQ(::process_vm_writev(child.pid(), &l, 1, &r, 1, 0), ssize_t(n));
+                std::memset(near.data(), 0xEE, near.size());
+                ASSERT_TRUE(cma_copy(child.pid(), dir, local, remote, n)) << n;
+                EXPECT_EQ(std::memcmp(mine, expect.data(), n), 0) << "read of " << n;
+                EXPECT_EQ(mine[-1], 0xEE);
+                EXPECT_EQ(mine[n], 0xEE);
+            } else {
+                std::memcpy(mine, expect.data(), n);
+                std::vector<uint8_t> zero(n + 2, 0xEE);
+                iovec l{zero.data(), n + 2}, r{peer - 1, n + 2};
+                ASSERT_EQ(::process_vm_writev(child.pid(), &l, 1, &r, 1, 0), ssize_t(n + 2));
+                ASSERT_TRUE(cma_copy(child.pid(), dir, local, remote, n)) << n;
+                std::vector<uint8_t> back(n + 2);
+                iovec bl{back.data(), n + 2};
+                ASSERT_EQ(::process_vm_readv(child.pid(), &bl, 1, &r, 1, 0), ssize_t(n + 2));
+                EXPECT_EQ(std::memcmp(back.data() + 1, expect.data(), n), 0) << "write of " << n;
+                EXPECT_EQ(back[0], 0xEE);
+                EXPECT_EQ(back[n + 1], 0xEE);
+            }
+        }
+    }
+}
+
+// The helper does take halves: a stream of large copies is split, and within a bounded
+// number of them the helper has copied some (it may be asleep for the first).
+TEST(ShmCmaCopy, TheHelperCopiesHalves) {
+    ASSERT_TRUE(kForced);
+    ASSERT_TRUE(cma_copy_helper_enabled());
+    const size_t n = size_t{1} << 20;
+    std::vector<uint8_t> peer_buf(n), mine(n, 7);
+    Child child;
+    ASSERT_GT(child.pid(), 0);
+    iovec l{mine.data(), n}, r{peer_buf.data(), n};
+    const CmaCopyStats before = cma_copy_stats();
+    CmaCopyStats now = before;
+    for (int i = 0; i < 2000 && now.helper_halves == before.helper_halves; ++i) {
+        ASSERT_TRUE(cma_copy(child.pid(), CmaDir::Write, {&l, 1}, {&r, 1}, n));
+        now = cma_copy_stats();
+    }
+    EXPECT_GT(now.split, before.split);
+    EXPECT_GT(now.helper_halves, before.helper_halves);
+}
+
+// A fault in either half fails the whole copy, whoever copied that half.
+TEST(ShmCmaCopy, AFaultInEitherHalfFailsTheCopy) {
+    ASSERT_TRUE(kForced);
+    const size_t half = kCmaSplitMin, page = 4096;
+    // Two mapped halves with a hole (an unmapped page) at the start of one or the other.
+    auto *area = static_cast<uint8_t *>(::mmap(nullptr, 2 * half + page, PROT_READ | PROT_WRITE,
+                                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(area, MAP_FAILED);
+    std::memset(area, 1, 2 * half + page);
+    std::vector<uint8_t> mine(2 * half, 3);
+    for (size_t hole : {size_t{0}, half}) {
+        ASSERT_EQ(::munmap(area + hole, page), 0);
+        Child child;  // forked after the hole was made: the hole is in its memory too
+        ASSERT_GT(child.pid(), 0);
+        for (int round = 0; round < 50; ++round) {  // both owners of the faulting half
+            iovec l{mine.data(), 2 * half}, r{area, 2 * half};
+            EXPECT_FALSE(cma_copy(child.pid(), CmaDir::Write, {&l, 1}, {&r, 1}, 2 * half))
+                << "hole at " << hole;
+            EXPECT_FALSE(cma_copy(child.pid(), CmaDir::Read, {&l, 1}, {&r, 1}, 2 * half))
+                << "hole at " << hole;
+        }
+        ASSERT_EQ(::mmap(area + hole, page, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0),
+                  area + hole);
+    }
+    ::munmap(area, 2 * half + page);
+}
+
+}  // namespace
+}  // namespace softrnic::transport::shm
