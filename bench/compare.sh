@@ -5,7 +5,9 @@
 # thread wrecks a busy-poll measurement), and in reverse order every other round:
 #   softrnic bench --transport tcp       8 B send ping-pong, 1 MiB RDMA write stream, and the
 #                                        raw TCP ping-pong / stream it measures itself
-#   softrnic bench --transport shm       same rows, and the 1 MiB RDMA read stream
+#   softrnic bench --transport shm       same rows, and the 1 MiB RDMA read stream; the 1 MiB
+#                                        streams again with one copy thread
+#                                        (SOFTRNIC_SHM_COPY_THREADS=1)
 #   softrnic bench --transport loopback  1 MiB RDMA write (in-process) and its memcpy
 #   fi_pingpong -p tcp -d lo / -p shm    libfabric 8 B ping-pong (Debian libfabric-bin)
 #   ucx_perftest tag_lat, put_bw         UCX over posix shared memory and tcp on lo
@@ -160,6 +162,19 @@ step_softrnic_shm() {
     fi
 }
 
+# The same 1 MiB streams with one copy thread (SOFTRNIC_SHM_COPY_THREADS=1): what the
+# target's progress context alone moves, the figure to read against single-threaded peers.
+step_softrnic_shm_1copy() {
+    local o="$tmp/shm1.json"
+    if SOFTRNIC_SHM_COPY_THREADS=1 softrnic_json "$o" --transport shm --ops write,read \
+        --size 1048576 --rounds 1 --time "$secs"; then
+        rec "$1" srn_shm_bw_1t "$(jq '.results[] | select(.op=="write") | .bw_gbps' "$o")"
+        rec "$1" srn_shm_bw_read_1t "$(jq '.results[] | select(.op=="read") | .bw_gbps' "$o")"
+    elif [ "$1" = 1 ]; then
+        log "softrnic --transport shm (one copy thread): $(tail -1 "$o.err") -> n/a"
+    fi
+}
+
 step_softrnic_loopback() {
     local o="$tmp/loop.json"
     if softrnic_json "$o" --transport loopback --ops write --size 1048576 --iters 2000; then
@@ -246,6 +261,7 @@ step_raw_cma() {
 
 steps=(step_softrnic_tcp step_fi_tcp step_ucx_lat_tcp step_ucx_bw_tcp
     step_softrnic_shm step_fi_shm step_ucx_lat_shm step_ucx_bw_shm step_fi_shm_bw_write
+    step_softrnic_shm_1copy
     step_fi_shm_bw_read step_raw_shm
     step_softrnic_loopback step_raw_memcpy step_raw_cma)
 
@@ -306,6 +322,8 @@ declare -A name=(
     [srn_tcp_bw]="softrnic tcp, RDMA write stream"
     [srn_shm_bw]="softrnic shm, RDMA write stream"
     [srn_shm_bw_read]="softrnic shm, RDMA read stream"
+    [srn_shm_bw_1t]="softrnic shm, RDMA write, one copy thread"
+    [srn_shm_bw_read_1t]="softrnic shm, RDMA read, one copy thread"
     [srn_loop_bw]="softrnic loopback, RDMA write"
     [raw_tcp_bw]="raw TCP stream"
     [ucx_tcp_bw]="ucx_perftest put_bw, tcp/lo zcopy (UCT)"
@@ -330,8 +348,8 @@ for k in srn_tcp_lat raw_tcp_lat fi_tcp_lat ucx_tcp_lat srn_shm_lat raw_shm_lat 
 done
 echo
 printf '%-44s %s\n' "1 MiB bandwidth, GB/s (1e9)" "median [min-max]"
-for k in srn_tcp_bw raw_tcp_bw ucx_tcp_bw srn_shm_bw fi_shm_bw_write srn_shm_bw_read fi_shm_bw_read \
-    raw_cma_bw srn_loop_bw raw_memcpy_bw srn_loop_memcpy ucx_shm_bw; do
+for k in srn_tcp_bw raw_tcp_bw ucx_tcp_bw srn_shm_bw srn_shm_bw_1t fi_shm_bw_write srn_shm_bw_read \
+    srn_shm_bw_read_1t fi_shm_bw_read raw_cma_bw srn_loop_bw raw_memcpy_bw srn_loop_memcpy ucx_shm_bw; do
     printf '  %-42s %s\n' "${name[$k]}" "$(fmt "$(stats $k)")"
 done
 echo
@@ -341,7 +359,8 @@ pairs=(
     "srn_shm_lat raw_shm_lat" "srn_shm_lat fi_shm_lat" "srn_shm_lat ucx_shm_lat"
     "srn_tcp_bw raw_tcp_bw" "srn_tcp_bw ucx_tcp_bw"
     "srn_shm_bw fi_shm_bw_write" "srn_shm_bw_read fi_shm_bw_read"
-    "srn_shm_bw raw_cma_bw" "srn_shm_bw raw_memcpy_bw" "srn_shm_bw ucx_shm_bw"
+    "srn_shm_bw_1t fi_shm_bw_write" "srn_shm_bw_read_1t fi_shm_bw_read"
+    "srn_shm_bw raw_cma_bw" "srn_shm_bw_1t raw_cma_bw" "srn_shm_bw raw_memcpy_bw" "srn_shm_bw ucx_shm_bw"
     "srn_loop_bw raw_memcpy_bw" "srn_loop_bw srn_loop_memcpy"
 )
 for p in "${pairs[@]}"; do
@@ -351,4 +370,6 @@ done
 echo
 echo "targets: softrnic tcp 8 B / raw TCP ping-pong <= 1.3; softrnic tcp 1 MiB write / raw TCP"
 echo "stream >= 0.85; softrnic shm 1 MiB write and read / fi_stream -p shm write and read >= 1.0."
-echo "fi_pingpong reports a mean (usec/xfer), the others a p50."
+echo "fi_pingpong reports a mean (usec/xfer), the others a p50. softrnic's shm copies of 256 KiB"
+echo "or more use two threads (the target's progress context and a copy helper); the one-copy-"
+echo "thread rows turn the helper off (SOFTRNIC_SHM_COPY_THREADS=1); fi_stream and raw_ref use one."
