@@ -147,6 +147,40 @@ TEST(ShmCmaCopy, TheHelperCopiesHalves) {
     EXPECT_GT(now.helper_halves, before.helper_halves);
 }
 
+// A forked child has no helper thread of its parent's: its own large copies start one,
+// which takes halves there too (the parent's helper has run before the fork).
+TEST(ShmCmaCopy, AForkedChildStartsItsOwnHelper) {
+    ASSERT_TRUE(kForced);
+    const size_t n = size_t{1} << 20;
+    std::vector<uint8_t> peer_buf(n), mine(n);
+    Child target;
+    ASSERT_GT(target.pid(), 0);
+    iovec l{mine.data(), n}, r{peer_buf.data(), n};
+    ASSERT_TRUE(cma_copy(target.pid(), CmaDir::Write, {&l, 1}, {&r, 1}, n));  // parent's helper
+    pid_t kid = ::fork();
+    ASSERT_GE(kid, 0);
+    if (kid == 0) {
+        // 1: a copy failed or was not exact; 2: the helper never took a half.
+        const CmaCopyStats before = cma_copy_stats();
+        CmaCopyStats now = before;
+        for (int i = 0; i < 2000 && now.helper_halves == before.helper_halves; ++i) {
+            for (size_t k = 0; k < n; ++k)
+                mine[k] = pattern(k, uint8_t(i));
+            if (!cma_copy(target.pid(), CmaDir::Write, {&l, 1}, {&r, 1}, n)) ::_exit(1);
+            std::vector<uint8_t> back(n);
+            iovec bl{back.data(), n};
+            if (!cma_copy(target.pid(), CmaDir::Read, {&bl, 1}, {&r, 1}, n) || back != mine)
+                ::_exit(1);
+            now = cma_copy_stats();
+        }
+        ::_exit(now.helper_halves > before.helper_halves ? 0 : 2);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(kid, &status, 0), kid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "1: a copy failed or differed, 2: no half was helped";
+}
+
 // A fault in either half fails the whole copy, whoever copied that half.
 TEST(ShmCmaCopy, AFaultInEitherHalfFailsTheCopy) {
     ASSERT_TRUE(kForced);
