@@ -5,6 +5,8 @@
 #   connections_shm, connections_tcp
 #                   softrnic bench --connections 60 --burst 16 over that transport (3 full
 #                   bursts and a partial one, 2 rounds, so the server serves several SETUPs)
+#   client_killed   a --server whose --connect client is SIGKILLed mid-test: the server
+#                   reports the error and exits 1 (no sanitizer report)
 #   connections_fd_limit
 #                   300 shm connections under a soft descriptor limit of 256: the command
 #                   raises it towards the hard limit (exit 77, a skip, when the hard limit
@@ -30,6 +32,9 @@ tcp_json)
     ;;
 server_connect)
     sizes="8;65536"
+    # Created here: the background job's redirection happens in the child, which the first
+    # sed below could otherwise beat (it then failed, "can't read server.out").
+    : >"$tmp/server.out"
     "$softrnic" bench --server 127.0.0.1 --port 0 --transport tcp >"$tmp/server.out" &
     server_pid=$!
     port=
@@ -66,6 +71,41 @@ connections_fd_limit)
     cat "$tmp/out.json"
     exec "$cmake" -DJSON_FILE="$tmp/out.json" -DCONNS=300 \
         -P "$(dirname "$checker")/check_connect_json.cmake"
+    ;;
+client_killed)
+    # A server whose client dies mid-test reports the error and exits with status 1. Its
+    # error path once reset the test's session after the RNIC under it had gone (ASan:
+    # stack-use-after-scope in RdmaSession::close).
+    : >"$tmp/server.out"
+    "$softrnic" bench --server 127.0.0.1 --port 0 --transport tcp >"$tmp/server.out" \
+        2>"$tmp/server.err" &
+    server_pid=$!
+    port=
+    for _ in $(seq 1 200); do
+        port=$(sed -n 's/.* port \([0-9][0-9]*\) (connection manager.*/\1/p' "$tmp/server.out")
+        [ -n "$port" ] && break
+        kill -0 "$server_pid" 2>/dev/null || { echo "server exited early" >&2; exit 1; }
+        sleep 0.05
+    done
+    [ -n "$port" ] || { echo "server did not report its port" >&2; exit 1; }
+    "$softrnic" bench --connect 127.0.0.1 --port "$port" --no-ref --size 1048576 --ops write \
+        --time 30 --rounds 1 --no-progress >"$tmp/client.out" 2>&1 &
+    client_pid=$!
+    sleep 1
+    kill -9 "$client_pid"
+    wait "$client_pid" 2>/dev/null || true
+    status=0
+    wait "$server_pid" || status=$?
+    server_pid=
+    echo "server status $status; stderr:"
+    cat "$tmp/server.err"
+    if grep -q "Sanitizer\|runtime error" "$tmp/server.err"; then
+        echo "FAIL: the server's error path tripped a sanitizer" >&2
+        exit 1
+    fi
+    [ "$status" = 1 ] || { echo "FAIL: server exit status $status, expected 1" >&2; exit 1; }
+    grep -q "softrnic" "$tmp/server.err" || { echo "FAIL: no error message" >&2; exit 1; }
+    exit 0
     ;;
 *)
     echo "unknown mode $mode" >&2

@@ -170,6 +170,16 @@ int run_server(const Options &o) {
     std::unique_ptr<QpSet> conns;  // a connection set-up run's QPs, until TEARDOWN
     try {
         Rnic rnic("bench-server-" + std::to_string(::getpid()));
+        // Sessions and connection sets use `rnic`: they end before it does, also when an
+        // exception leaves this block (the handler below runs after `rnic` is gone).
+        struct EndBeforeRnic {
+            std::unique_ptr<Session> &session;
+            std::unique_ptr<QpSet> &conns;
+            ~EndBeforeRnic() {
+                session.reset();
+                conns.reset();
+            }
+        } end_before_rnic{session, conns};
         auto hello = words_of(ctl->recv(std::chrono::seconds(30)), 3);
         if (hello[0] != "HELLO" || hello[1] != std::to_string(kProtocol))
             throw BenchError("the client speaks another protocol version ('" + hello[0] + " " +
