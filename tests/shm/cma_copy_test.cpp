@@ -9,18 +9,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 namespace softrnic::transport::shm {
 namespace {
 
-// The helper on regardless of the CPU count the test runs with (read once, at first use).
-const bool kForced = [] { return ::setenv("SOFTRNIC_SHM_COPY_THREADS", "2", 0) == 0; }();
+// The helper on regardless of the CPU count and environment the tests run with (read
+// once, at the first large copy; this binary's other shm tests then use it too).
+const bool kForced = [] { return ::setenv("SOFTRNIC_SHM_COPY_THREADS", "2", 1) == 0; }();
 
 uint8_t pattern(size_t i, uint8_t salt) {
     return static_cast<uint8_t>((i * 131) ^ (i >> 9) ^ salt);
@@ -139,7 +142,11 @@ TEST(ShmCmaCopy, TheHelperCopiesHalves) {
     iovec l{mine.data(), n}, r{peer_buf.data(), n};
     const CmaCopyStats before = cma_copy_stats();
     CmaCopyStats now = before;
-    for (int i = 0; i < 2000 && now.helper_halves == before.helper_halves; ++i) {
+    // Bounded in time, not in copies: on a busy machine a helper just started may wait a
+    // while for a CPU.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (now.helper_halves == before.helper_halves &&
+           std::chrono::steady_clock::now() < deadline) {
         ASSERT_TRUE(cma_copy(child.pid(), CmaDir::Write, {&l, 1}, {&r, 1}, n));
         now = cma_copy_stats();
     }
@@ -151,6 +158,9 @@ TEST(ShmCmaCopy, TheHelperCopiesHalves) {
 // which takes halves there too (the parent's helper has run before the fork).
 TEST(ShmCmaCopy, AForkedChildStartsItsOwnHelper) {
     ASSERT_TRUE(kForced);
+#if defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "ThreadSanitizer cannot start threads in a child of a threaded process";
+#endif
     const size_t n = size_t{1} << 20;
     std::vector<uint8_t> peer_buf(n), mine(n);
     Child target;
@@ -163,7 +173,10 @@ TEST(ShmCmaCopy, AForkedChildStartsItsOwnHelper) {
         // 1: a copy failed or was not exact; 2: the helper never took a half.
         const CmaCopyStats before = cma_copy_stats();
         CmaCopyStats now = before;
-        for (int i = 0; i < 2000 && now.helper_halves == before.helper_halves; ++i) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        for (int i = 0; now.helper_halves == before.helper_halves &&
+                        std::chrono::steady_clock::now() < deadline;
+             ++i) {
             for (size_t k = 0; k < n; ++k)
                 mine[k] = pattern(k, uint8_t(i));
             if (!cma_copy(target.pid(), CmaDir::Write, {&l, 1}, {&r, 1}, n)) ::_exit(1);
@@ -181,6 +194,60 @@ TEST(ShmCmaCopy, AForkedChildStartsItsOwnHelper) {
     EXPECT_EQ(WEXITSTATUS(status), 0) << "1: a copy failed or differed, 2: no half was helped";
 }
 
+// Stopping the helper (two stops at once) while copies keep starting it again: every stop
+// returns, and every copy stays exact. A stop that reset its flag while another waited for
+// the thread to end once left that one waiting for ever.
+TEST(ShmCmaCopy, StopsRaceCopiesAndEachOther) {
+    ASSERT_TRUE(kForced);
+    const size_t n = kCmaSplitMin * 2;
+    std::vector<uint8_t> src(n);
+    for (size_t i = 0; i < n; ++i)
+        src[i] = pattern(i, 9);
+    iovec r{src.data(), n};
+    std::atomic<bool> quit{false};
+    std::atomic<uint32_t> bad{0};
+    std::vector<std::thread> copiers;
+    for (int t = 0; t < 2; ++t)
+        copiers.emplace_back([&] {
+            std::vector<uint8_t> dst(n);
+            iovec l{dst.data(), n};
+            while (!quit.load(std::memory_order_acquire)) {
+                // Our own pid: process_vm_readv works on the calling process too.
+                if (!cma_copy(::getpid(), CmaDir::Read, {&l, 1}, {&r, 1}, n) || dst != src)
+                    bad.fetch_add(1, std::memory_order_relaxed);
+            }
+        });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    bool stuck = false;
+    for (int round = 0; round < 200 && !stuck; ++round) {
+        std::atomic<int> done{0};
+        std::thread a([&] {
+            cma_copy_helper_stop();
+            done.fetch_add(1, std::memory_order_acq_rel);
+        });
+        std::thread b([&] {
+            cma_copy_helper_stop();
+            done.fetch_add(1, std::memory_order_acq_rel);
+        });
+        while (done.load(std::memory_order_acquire) < 2 && !stuck) {
+            stuck = std::chrono::steady_clock::now() > deadline;
+            std::this_thread::yield();
+        }
+        if (stuck) {
+            a.detach();  // the process is failing anyway; do not hang the test
+            b.detach();
+        } else {
+            a.join();
+            b.join();
+        }
+    }
+    quit.store(true, std::memory_order_release);
+    for (std::thread &c : copiers)
+        c.join();
+    EXPECT_FALSE(stuck) << "a cma_copy_helper_stop() never returned";
+    EXPECT_EQ(bad.load(), 0u);
+}
+
 // A fault in either half fails the whole copy, whoever copied that half.
 TEST(ShmCmaCopy, AFaultInEitherHalfFailsTheCopy) {
     ASSERT_TRUE(kForced);
@@ -195,13 +262,20 @@ TEST(ShmCmaCopy, AFaultInEitherHalfFailsTheCopy) {
         ASSERT_EQ(::munmap(area + hole, page), 0);
         Child child;  // forked after the hole was made: the hole is in its memory too
         ASSERT_GT(child.pid(), 0);
-        for (int round = 0; round < 50; ++round) {  // both owners of the faulting half
+        const CmaCopyStats before = cma_copy_stats();
+        // At least 50 rounds, and on until the helper has copied (failed) some halves
+        // itself: a helper thread just started may not get a CPU at once on a busy machine.
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        for (int round = 0; round < 50 || (cma_copy_stats().helper_halves == before.helper_halves &&
+                                           std::chrono::steady_clock::now() < deadline);
+             ++round) {
             iovec l{mine.data(), 2 * half}, r{area, 2 * half};
-            EXPECT_FALSE(cma_copy(child.pid(), CmaDir::Write, {&l, 1}, {&r, 1}, 2 * half))
+            ASSERT_FALSE(cma_copy(child.pid(), CmaDir::Write, {&l, 1}, {&r, 1}, 2 * half))
                 << "hole at " << hole;
-            EXPECT_FALSE(cma_copy(child.pid(), CmaDir::Read, {&l, 1}, {&r, 1}, 2 * half))
+            ASSERT_FALSE(cma_copy(child.pid(), CmaDir::Read, {&l, 1}, {&r, 1}, 2 * half))
                 << "hole at " << hole;
         }
+        EXPECT_GT(cma_copy_stats().helper_halves, before.helper_halves) << "hole at " << hole;
         ASSERT_EQ(::mmap(area + hole, page, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0),
                   area + hole);

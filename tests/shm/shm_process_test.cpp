@@ -28,6 +28,15 @@ int settle() {
     // The CMA copy helper is one thread per process, started by the first large copy and
     // kept for the next: not part of what a test leaves behind.
     shm::cma_copy_helper_stop();
+    // A joined thread can stay listed in /proc/self/task for a moment: wait for the count
+    // to hold still, so the baseline does not include a thread already on its way out.
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    for (int prev = count_threads(); std::chrono::steady_clock::now() < end;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        int now = count_threads();
+        if (now == prev) break;
+        prev = now;
+    }
     return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
 
 namespace softrnic::transport::shm {
@@ -60,6 +62,13 @@ struct Job {
 std::atomic<uint64_t> g_split{0};
 std::atomic<uint64_t> g_helper_halves{0};
 
+// The CPUs this process may use: the main thread's affinity (its tid is the pid), not the
+// calling thread's, which may be a pinned progress or application thread.
+bool process_cpus(cpu_set_t &set) {
+    CPU_ZERO(&set);
+    return ::sched_getaffinity(::getpid(), sizeof set, &set) == 0;
+}
+
 class Helper {
   public:
     // The process's helper, its thread started on first use; nullptr when disabled or
@@ -75,15 +84,19 @@ class Helper {
         return h->ensure_running() ? h : nullptr;
     }
 
-    // Ends the helper's thread and waits until it has (a later get() starts a new one).
+    // Ends the helper's thread and returns once it has exited (joined); the next large
+    // copy starts a new one. Serialised with starting by life_mu_.
     static void stop() {
         Helper *h = instance_.load(std::memory_order_acquire);
         if (!h) return;
+        std::lock_guard lk(h->life_mu_);
+        if (!h->running_.load(std::memory_order_relaxed)) return;
         h->stop_.store(true, std::memory_order_seq_cst);
         h->wake();
-        while (h->running_.load(std::memory_order_acquire))
-            ::sched_yield();
-        h->stop_.store(false, std::memory_order_release);
+        ::pthread_join(h->tid_, nullptr);
+        // A half offered meanwhile and not taken is taken back by its caller.
+        h->running_.store(false, std::memory_order_release);
+        h->stop_.store(false, std::memory_order_relaxed);
     }
 
     // Offers `j` to the helper. False when another caller's half is waiting there.
@@ -104,13 +117,13 @@ class Helper {
 
   private:
     static Helper *create() {
-        static std::atomic<bool> atfork_registered{false};
-        if (!atfork_registered.exchange(true, std::memory_order_acq_rel))
-            ::pthread_atfork(nullptr, nullptr, [] {
-                // The child has no helper thread: its next large copy makes a new helper.
-                // The parent's object stays allocated (the child's copy of it is unused).
-                instance_.store(nullptr, std::memory_order_relaxed);
-            });
+        // Registered once, before any helper is published: a child forked after that has
+        // no helper thread, so it drops the object and its next large copy makes a new one
+        // (the parent's object stays allocated; the child's copy of it is unused).
+        static const bool registered = ::pthread_atfork(nullptr, nullptr, [] {
+                                           instance_.store(nullptr, std::memory_order_relaxed);
+                                       }) == 0;
+        if (!registered) return nullptr;
         auto *h = new (std::nothrow) Helper;
         if (!h) return nullptr;
         Helper *none = nullptr;
@@ -124,19 +137,24 @@ class Helper {
     bool ensure_running() {
         if (running_.load(std::memory_order_acquire)) [[likely]]
             return true;
-        bool idle = false;
-        if (!running_.compare_exchange_strong(idle, true, std::memory_order_acq_rel))
-            return true;  // another caller started it
+        std::lock_guard lk(life_mu_);
+        if (running_.load(std::memory_order_relaxed)) return true;
         pthread_attr_t attr;
         ::pthread_attr_init(&attr);
-        ::pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_t tid;
-        int rc = ::pthread_create(&tid, &attr, &Helper::main, this);
+        // The process's CPUs, not the first caller's (a pinned thread's mask would leave
+        // the helper no other CPU to copy on).
+        cpu_set_t cpus;
+        if (process_cpus(cpus)) ::pthread_attr_setaffinity_np(&attr, sizeof cpus, &cpus);
+        // No signals for the helper: it must not take a process-directed signal meant for
+        // the application's threads.
+        sigset_t all, old;
+        ::sigfillset(&all);
+        ::pthread_sigmask(SIG_SETMASK, &all, &old);
+        int rc = ::pthread_create(&tid_, &attr, &Helper::main, this);
+        ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
         ::pthread_attr_destroy(&attr);
-        if (rc != 0) {
-            running_.store(false, std::memory_order_release);
-            return false;  // this copy goes in one call; a later one tries again
-        }
+        if (rc != 0) return false;  // this copy goes in one call; a later one tries again
+        running_.store(true, std::memory_order_release);
         return true;
     }
 
@@ -166,8 +184,7 @@ class Helper {
     }
 
     void run() {
-        CPU_ZERO(&allowed_);
-        ::sched_getaffinity(0, sizeof allowed_, &allowed_);  // the process's, inherited
+        if (!process_cpus(allowed_)) CPU_ZERO(&allowed_);
         int kept_off = -1;
         int64_t idle_since = now_ns();
         uint32_t spins = 0;
@@ -202,12 +219,12 @@ class Helper {
             sleeping_.store(0, std::memory_order_relaxed);
             idle_since = now_ns();
         }
-        // A half offered from here on is taken back by its caller.
-        running_.store(false, std::memory_order_release);
     }
 
-    cpu_set_t allowed_{};  // the helper thread's own
-    std::atomic<bool> running_{false};
+    cpu_set_t allowed_{};  // the process's CPUs, read by the helper thread at its start
+    std::mutex life_mu_;   // starting and stopping the thread
+    pthread_t tid_{};      // under life_mu_
+    std::atomic<bool> running_{false};  // written under life_mu_
     std::atomic<bool> stop_{false};
     alignas(64) std::atomic<Job *> slot_{nullptr};
     alignas(64) std::atomic<uint32_t> sleeping_{0};
@@ -221,9 +238,7 @@ bool helper_enabled_by_env_and_cpus() {
         if (std::strcmp(v, "2") == 0) return true;
     }
     cpu_set_t set;
-    CPU_ZERO(&set);
-    if (::sched_getaffinity(0, sizeof set, &set) != 0) return false;
-    return CPU_COUNT(&set) >= 2;
+    return process_cpus(set) && CPU_COUNT(&set) >= 2;
 }
 
 }  // namespace

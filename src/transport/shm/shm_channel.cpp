@@ -1115,9 +1115,10 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
                 ok = cma_copy(link_->peer_pid, CmaDir::Read, {local.data(), nlocal},
                               {iov.data(), niov}, t.length);
                 // Release: whoever reads this byte (acquire) sees every byte before it. The
-                // kernel stored them for this thread before the call returned (on x86 with
-                // string stores, which are ordered before a later separate store: Intel SDM
-                // 8.2.4.2).
+                // kernel stored them before the call returned (on x86 with string stores,
+                // which are ordered before a later separate store: Intel SDM 8.2.4.2), for
+                // this thread or for the copy helper, whose half this thread acquired
+                // (release/acquire is cumulative).
                 if (ok && !send)
                     std::atomic_ref<std::byte>(t.mem.ptr[t.length - 1])
                         .store(last, std::memory_order_release);
