@@ -232,6 +232,15 @@ class Helper {
     static inline std::atomic<Helper *> instance_{nullptr};
 };
 
+// The helper runs this library's code, so it must be gone before the library is unmapped:
+// the DAT registry dlcloses its provider (and with it this library) after the last IA
+// closed. Today libsoftrnic stays mapped anyway (a GNU_UNIQUE symbol of the standard
+// library marks it not unloadable), which a toolchain need not keep doing. Also runs at
+// exit, where it only ends a helper that would otherwise be killed with the process.
+[[gnu::destructor]] void stop_helper_at_unload() {
+    Helper::stop();
+}
+
 bool helper_enabled_by_env_and_cpus() {
     if (const char *v = std::getenv("SOFTRNIC_SHM_COPY_THREADS")) {
         if (std::strcmp(v, "1") == 0) return false;
