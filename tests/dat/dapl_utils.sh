@@ -59,10 +59,37 @@ wait_ready() {
     return 1
 }
 
+# wait_ports_free PORT...: until no socket other than a TIME-WAIT one has one of these
+# local ports, at most 90 s. The tools listen on fixed ports (dtest, dtestsrq and dtestcm on
+# 45248, dtestcm also on 15828), and a listener cannot bind while any other socket holds
+# the port (SO_REUSEADDR overlooks TIME-WAIT only): once, an earlier test's connection
+# whose ephemeral port was 45248 held it for about 40 s, and every dtest of three runs
+# failed with DAT_CONN_QUAL_IN_USE. Prints what held the port when it had to wait.
+wait_ports_free() {
+    command -v ss >/dev/null 2>&1 || return 0
+    waited=0
+    while [ $waited -lt 900 ]; do
+        held=""
+        for p in "$@"; do
+            held="$held$(ss -Htanp "sport = :$p" 2>/dev/null | grep -v TIME-WAIT)"
+        done
+        if [ -z "$held" ]; then
+            [ $waited = 0 ] || echo "    (ports $* free after $((waited / 10)) s)"
+            return 0
+        fi
+        [ $waited = 0 ] && echo "    (waiting for ports $*: $(echo "$held" | head -3 | tr -s ' ' | tr '\n' ';'))"
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    echo "    (ports $* still in use after 90 s)"
+    return 1
+}
+
 # pair NAME TIMEOUT TOOL "SERVER ARGS" "CLIENT ARGS" PASS_REGEX
 pair() {
     name=$1 to=$2 tool=$3 sargs=$4 cargs=$5 ok=$6
     if skipped "$name"; then echo "SKIP $name"; return; fi
+    wait_ports_free 45248 15828
     timeout "$to" $tool $sargs > "$out/$name.server.log" 2>&1 &
     spid=$!
     wait_ready "$out/$name.server.log" $spid || echo "    ($name: no readiness line from the server)"
@@ -112,6 +139,7 @@ dapl_case() {
 }
 D="-D $ia"
 S="-s 127.0.0.1"
+wait_ports_free 45248 15828
 timeout 900 dapltest -T S $D > "$out/dapltest.server.log" 2>&1 &
 dsrv=$!
 wait_ready "$out/dapltest.server.log" $dsrv || echo "    (dapltest: no readiness line from the server)"
