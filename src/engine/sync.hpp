@@ -1,6 +1,8 @@
 // Lock-free building blocks shared by the engine's queues and tables.
 #pragma once
 
+#include <time.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -10,15 +12,28 @@ namespace softrnic::engine {
 
 inline constexpr std::size_t kCacheLine = 64;
 
+// The body of a spin-wait loop: one pause, which eases the other hyperthread and the
+// memory-order machine while the loop re-reads a shared word.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+// CLOCK_MONOTONIC in nanoseconds (the vDSO: no system call), for spin windows and stall
+// checks.
+inline int64_t mono_ns() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
 // Spins briefly, then yields: used only on slow paths that wait for a fast path to leave.
 inline void relax(unsigned &spins) {
-    if (++spins < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    } else {
+    if (++spins < 64)
+        cpu_relax();
+    else
         std::this_thread::yield();
-    }
 }
 
 // Lets a slow-path operation (resize, invalidate, detach) exclude fast-path users without

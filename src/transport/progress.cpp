@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include "engine/sync.hpp"
+
 namespace softrnic::transport {
 
 namespace {
@@ -41,17 +43,8 @@ void drain_eventfd(int fd) {
     [[maybe_unused]] ssize_t r = ::read(fd, &v, sizeof v);
 }
 
-int64_t mono_ns() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
+using engine::cpu_relax;
+using engine::mono_ns;
 
 // After the progress thread served a wake-up it keeps polling its sources for this long
 // (re-armed by every pass that found work) before it sleeps again: a passive RDMA target

@@ -6,7 +6,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +15,8 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+
+#include "engine/sync.hpp"
 
 namespace softrnic::transport::shm {
 namespace {
@@ -27,17 +28,8 @@ constexpr size_t kMaxSliceIov = 16;
 // large operations (a window of RDMA writes) then never pay its 30-45 us wake-up.
 constexpr int64_t kCopyHelperSpinNs = 200'000;
 
-int64_t now_ns() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
+using engine::cpu_relax;
+using engine::mono_ns;
 
 bool one_call(pid_t pid, CmaDir dir, const iovec *local, size_t nlocal, const iovec *remote,
               size_t nremote, size_t total) {
@@ -186,7 +178,7 @@ class Helper {
     void run() {
         if (!process_cpus(allowed_)) CPU_ZERO(&allowed_);
         int kept_off = -1;
-        int64_t idle_since = now_ns();
+        int64_t idle_since = mono_ns();
         uint32_t spins = 0;
         while (!stop_.load(std::memory_order_acquire)) {
             Job *j = slot_.load(std::memory_order_acquire);
@@ -196,7 +188,7 @@ class Helper {
                                  j->nremote, j->len);
                 g_helper_halves.fetch_add(1, std::memory_order_relaxed);
                 j->state.store(Job::kDone, std::memory_order_release);
-                idle_since = now_ns();
+                idle_since = mono_ns();
                 spins = 0;
                 continue;
             }
@@ -207,7 +199,7 @@ class Helper {
                 cpu_relax();
                 continue;
             }
-            if (now_ns() - idle_since < kCopyHelperSpinNs) {
+            if (mono_ns() - idle_since < kCopyHelperSpinNs) {
                 ::sched_yield();
                 continue;
             }
@@ -217,7 +209,7 @@ class Helper {
                 ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(&sleeping_), FUTEX_WAIT_PRIVATE,
                           1, nullptr, nullptr, 0);
             sleeping_.store(0, std::memory_order_relaxed);
-            idle_since = now_ns();
+            idle_since = mono_ns();
         }
     }
 

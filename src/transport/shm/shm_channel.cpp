@@ -112,12 +112,6 @@ constexpr size_t kCmaStage = L::kBounceChunks * L::kBounceChunk;
 // at 30 us, 12-19 us at 5 us); a doorbell is one non-blocking send() per stall.
 constexpr int64_t kPeerStallNs = 5'000;
 
-int64_t now_ns() {
-    timespec ts;
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
 // ThreadSanitizer cannot see that two mappings of one segment (both ends in one process)
 // are the same memory: every release/acquire on a segment also releases/acquires a key
 // common to both ends (the owner's address of the segment). A no-op in normal builds and
@@ -618,7 +612,7 @@ bool Core::peer_stalled() {
         return false;
     }
     if (stall_rung_) return false;
-    int64_t now = now_ns();
+    int64_t now = engine::mono_ns();
     if (stall_since_ns_ == 0) {
         stall_since_ns_ = now;
         return false;
