@@ -20,22 +20,25 @@ cleanup() {
     if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
         kill "$server_pid" 2>/dev/null || true
     fi
+    if [ -s "$tmp/server.err" ]; then
+        echo "server stderr:"
+        cat "$tmp/server.err"
+    fi
     rm -rf "$tmp"
 }
 trap cleanup EXIT
 
 common=(--iters 20 --rounds 1 --window 8 --json --no-progress)
-case "$mode" in
-tcp_json)
-    sizes="8;4096;1048576"
-    "$softrnic" bench --transport tcp --size 8,4096,1048576 "${common[@]}" >"$tmp/out.json"
-    ;;
-server_connect)
-    sizes="8;65536"
+
+# start_server: `softrnic bench --server` on 127.0.0.1 with an ephemeral port, in the
+# background (server_pid; stdout in server.out, stderr in server.err); sets `port` once
+# the server has printed it.
+start_server() {
     # Created here: the background job's redirection happens in the child, which the first
     # sed below could otherwise beat (it then failed, "can't read server.out").
     : >"$tmp/server.out"
-    "$softrnic" bench --server 127.0.0.1 --port 0 --transport tcp >"$tmp/server.out" &
+    "$softrnic" bench --server 127.0.0.1 --port 0 --transport tcp >"$tmp/server.out" \
+        2>"$tmp/server.err" &
     server_pid=$!
     port=
     for _ in $(seq 1 200); do
@@ -45,6 +48,15 @@ server_connect)
         sleep 0.05
     done
     [ -n "$port" ] || { echo "server did not report its port" >&2; exit 1; }
+}
+case "$mode" in
+tcp_json)
+    sizes="8;4096;1048576"
+    "$softrnic" bench --transport tcp --size 8,4096,1048576 "${common[@]}" >"$tmp/out.json"
+    ;;
+server_connect)
+    sizes="8;65536"
+    start_server
     echo "server: $(cat "$tmp/server.out")"
     "$softrnic" bench --connect 127.0.0.1 --port "$port" --size 8,65536 "${common[@]}" \
         >"$tmp/out.json"
@@ -76,18 +88,7 @@ client_killed)
     # A server whose client dies mid-test reports the error and exits with status 1. Its
     # error path once reset the test's session after the RNIC under it had gone (ASan:
     # stack-use-after-scope in RdmaSession::close).
-    : >"$tmp/server.out"
-    "$softrnic" bench --server 127.0.0.1 --port 0 --transport tcp >"$tmp/server.out" \
-        2>"$tmp/server.err" &
-    server_pid=$!
-    port=
-    for _ in $(seq 1 200); do
-        port=$(sed -n 's/.* port \([0-9][0-9]*\) (connection manager.*/\1/p' "$tmp/server.out")
-        [ -n "$port" ] && break
-        kill -0 "$server_pid" 2>/dev/null || { echo "server exited early" >&2; exit 1; }
-        sleep 0.05
-    done
-    [ -n "$port" ] || { echo "server did not report its port" >&2; exit 1; }
+    start_server
     "$softrnic" bench --connect 127.0.0.1 --port "$port" --no-ref --size 1048576 --ops write \
         --time 30 --rounds 1 --no-progress >"$tmp/client.out" 2>&1 &
     client_pid=$!

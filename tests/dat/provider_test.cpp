@@ -1031,20 +1031,29 @@ TEST_F(DaplProvider, C33_SendRecvCompletionFields_L7062_L1197) {
     }
 }
 
-// dat_evd_dequeue takes up to 16 completions per CQ poll and hands the oldest straight to
-// the caller: a CQ holding a whole number of batches (16, 32) must give every event, in
-// order, and so must one that ends inside a batch (17).
-TEST_F(DaplProvider, DequeueGivesEveryEventOfWholeAndPartialPollBatches) {
+DAT_EP_ATTR small_attr() {
     DAT_EP_ATTR a{};
     a.service_type = DAT_SERVICE_TYPE_RC;
     a.max_message_size = 4096;
     a.max_rdma_size = 4096;
-    a.max_recv_dtos = 40;
-    a.max_request_dtos = 40;
+    a.max_recv_dtos = 8;
+    a.max_request_dtos = 8;
     a.max_recv_iov = 1;
     a.max_request_iov = 1;
+    a.max_rdma_read_in = 2;
+    a.max_rdma_read_out = 2;
     a.max_rdma_read_iov = 1;
     a.max_rdma_write_iov = 1;
+    return a;
+}
+
+// dat_evd_dequeue takes up to 16 completions per CQ poll and hands the oldest straight to
+// the caller: a CQ holding a whole number of batches (16, 32) must give every event, in
+// order, and so must one that ends inside a batch (17).
+TEST_F(DaplProvider, DequeueGivesEveryEventOfWholeAndPartialPollBatches) {
+    DAT_EP_ATTR a = small_attr();
+    a.max_recv_dtos = 40;
+    a.max_request_dtos = 40;
     DAT_EP_HANDLE cep = cli.ep(&a);
     DAT_EP_HANDLE sep = srv.ep(&a);
     connect(cep, sep);
@@ -1381,21 +1390,6 @@ sockaddr_in6 loopback6() {
     sockaddr_in6 a{};
     a.sin6_family = AF_INET6;
     a.sin6_addr = in6addr_loopback;
-    return a;
-}
-DAT_EP_ATTR small_attr() {
-    DAT_EP_ATTR a{};
-    a.service_type = DAT_SERVICE_TYPE_RC;
-    a.max_message_size = 4096;
-    a.max_rdma_size = 4096;
-    a.max_recv_dtos = 8;
-    a.max_request_dtos = 8;
-    a.max_recv_iov = 1;
-    a.max_request_iov = 1;
-    a.max_rdma_read_in = 2;
-    a.max_rdma_read_out = 2;
-    a.max_rdma_read_iov = 1;
-    a.max_rdma_write_iov = 1;
     return a;
 }
 DAT_RETURN set_comm(DAT_EP_HANDLE ep, DAT_COMM c) {
