@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -282,6 +283,92 @@ TEST(ShmCmaCopy, AFaultInEitherHalfFailsTheCopy) {
         ASSERT_EQ(::mprotect(area + hole, page, PROT_READ | PROT_WRITE), 0);
     }
     ::munmap(area, 2 * half + page);
+}
+
+// The chooser, fed made-up copy times: `ns_per_mib(split)` is what a 1 MiB copy the
+// chooser sent that way costs; `helper_copies` false models a helper that never gets to
+// copy its half (a split then records nothing). Returns the decisions, true = split.
+std::vector<bool> drive(CmaSplitChooser &c, size_t n, uint64_t whole_ns, uint64_t split_ns,
+                        bool helper_copies = true) {
+    std::vector<bool> out;
+    for (size_t i = 0; i < n; ++i) {
+        const bool split = c.split_next();
+        out.push_back(split);
+        if (split && !helper_copies) continue;
+        c.record(split, size_t{1} << 20, static_cast<int64_t>(split ? split_ns : whole_ns));
+    }
+    return out;
+}
+
+size_t count_split(const std::vector<bool> &d, size_t from = 0) {
+    return static_cast<size_t>(std::count(d.begin() + static_cast<ptrdiff_t>(from), d.end(), true));
+}
+
+TEST(ShmCmaCopy, ChooserWarmsUpBothWaysThenTakesTheCheaperOne) {
+    using C = CmaSplitChooser;
+    for (const bool split_cheaper : {true, false}) {
+        SCOPED_TRACE(split_cheaper ? "split cheaper" : "one call cheaper");
+        C c;
+        const uint64_t fast = 45'000, slow = 70'000;  // ns per MiB: ~23 and ~15 GB/s
+        std::vector<bool> d =
+            drive(c, 2 * C::kWarmup, split_cheaper ? slow : fast, split_cheaper ? fast : slow);
+        EXPECT_EQ(count_split(d), C::kWarmup) << "each way gets its warm-up samples";
+        EXPECT_EQ(c.cost(true), split_cheaper ? fast : slow);
+        EXPECT_EQ(c.cost(false), split_cheaper ? slow : fast);
+
+        // Then the cheaper way, but for one burst of kProbe in every kPeriod copies.
+        const size_t periods = 10;
+        d = drive(c, periods * C::kPeriod, split_cheaper ? slow : fast,
+                  split_cheaper ? fast : slow);
+        const size_t probes = periods * C::kProbe;
+        EXPECT_EQ(count_split(d), split_cheaper ? d.size() - probes : probes);
+        // The probes come in bursts: never a lone one.
+        size_t runs = 0;
+        for (size_t i = 0; i < d.size(); ++i)
+            if (d[i] != split_cheaper && (i == 0 || d[i - 1] == split_cheaper)) ++runs;
+        EXPECT_LE(runs, periods + 1);
+    }
+}
+
+TEST(ShmCmaCopy, ChooserFollowsAMachineWhoseSplitGetsSlower) {
+    CmaSplitChooser c;
+    drive(c, 4 * CmaSplitChooser::kPeriod, 70'000, 45'000);
+    ASSERT_LT(c.cost(true), c.cost(false));
+    // Splits now cost 3x: the probes and the splits still chosen pull its average up
+    // until one call wins.
+    std::vector<bool> d = drive(c, 8 * CmaSplitChooser::kPeriod, 70'000, 200'000);
+    EXPECT_GT(c.cost(true), c.cost(false));
+    const size_t last_period = d.size() - CmaSplitChooser::kPeriod;
+    EXPECT_EQ(count_split(d, last_period), CmaSplitChooser::kProbe);
+}
+
+TEST(ShmCmaCopy, ChooserBoundsWhatOneSlowCopyWeighs) {
+    CmaSplitChooser c;
+    c.record(false, size_t{1} << 20, 50'000);
+    EXPECT_EQ(c.cost(false), 50'000u);
+    c.record(false, size_t{1} << 20, 50'000'000);  // preempted for 50 ms
+    EXPECT_LE(c.cost(false), 50'000u + 3 * 50'000u / 8);
+    c.record(false, 0, 1);  // ignored: nothing copied
+    c.record(false, 1 << 20, 0);
+    EXPECT_LE(c.cost(false), 50'000u + 3 * 50'000u / 8);
+    // Per byte: a half-size copy of the same speed is the same cost.
+    CmaSplitChooser h;
+    h.record(true, size_t{512} << 10, 25'000);
+    EXPECT_EQ(h.cost(true), 50'000u);
+}
+
+TEST(ShmCmaCopy, ChooserWithAHelperThatNeverCopiesSettlesOnOneCall) {
+    CmaSplitChooser c;
+    std::vector<bool> d = drive(c, 6 * CmaSplitChooser::kPeriod, 50'000, 1, false);
+    EXPECT_EQ(c.cost(true), 0u);
+    const size_t last_period = d.size() - CmaSplitChooser::kPeriod;
+    EXPECT_EQ(count_split(d, last_period), CmaSplitChooser::kProbe);
+}
+
+TEST(ShmCmaCopy, SplitModeFollowsTheEnvironment) {
+    // This binary sets SOFTRNIC_SHM_COPY_THREADS=2 before the first large copy.
+    EXPECT_EQ(cma_copy_split_mode(), CmaSplitMode::Always);
+    EXPECT_TRUE(cma_copy_helper_enabled());
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Two-thread CMA copies: see cma_copy.hpp.
+// Large CMA copies, in one call or split with a helper thread: see cma_copy.hpp.
 #include "transport/shm/cma_copy.hpp"
 
 #include <linux/futex.h>
@@ -53,6 +53,8 @@ struct Job {
 
 std::atomic<uint64_t> g_split{0};
 std::atomic<uint64_t> g_helper_halves{0};
+std::atomic<uint64_t> g_whole{0};
+CmaSplitChooser g_chooser;
 
 // The CPUs this process may use: the main thread's affinity (its tid is the pid), not the
 // calling thread's, which may be a pinned progress or application thread.
@@ -233,20 +235,56 @@ class Helper {
     Helper::stop();
 }
 
-bool helper_enabled_by_env_and_cpus() {
+CmaSplitMode split_mode_from_env_and_cpus() {
     if (const char *v = std::getenv("SOFTRNIC_SHM_COPY_THREADS")) {
-        if (std::strcmp(v, "1") == 0) return false;
-        if (std::strcmp(v, "2") == 0) return true;
+        if (std::strcmp(v, "1") == 0) return CmaSplitMode::Never;
+        if (std::strcmp(v, "2") == 0) return CmaSplitMode::Always;
     }
     cpu_set_t set;
-    return process_cpus(set) && CPU_COUNT(&set) >= 2;
+    return process_cpus(set) && CPU_COUNT(&set) >= 2 ? CmaSplitMode::Measured : CmaSplitMode::Never;
 }
 
 }  // namespace
 
+bool CmaSplitChooser::split_next() {
+    const uint64_t n = copies_.fetch_add(1, std::memory_order_relaxed);
+    const uint32_t whole_n = whole_.samples.load(std::memory_order_relaxed);
+    const uint32_t split_n = split_.samples.load(std::memory_order_relaxed);
+    // Warming up: the way with fewer samples. A helper that never gets to copy a half
+    // (no CPU for it) leaves the split without samples; after a while the probes below
+    // are all it still gets.
+    if ((whole_n < kWarmup || split_n < kWarmup) && n < 4 * kPeriod) return split_n <= whole_n;
+    const uint64_t whole_cost = cost(false), split_cost = cost(true);
+    const bool split_cheaper = split_cost != 0 && (whole_cost == 0 || split_cost < whole_cost);
+    const bool probe = n % kPeriod >= kPeriod - kProbe;
+    return split_cheaper != probe;
+}
+
+void CmaSplitChooser::record(bool split, size_t bytes, int64_t ns) {
+    if (ns <= 0 || bytes == 0) return;
+    uint64_t sample = (static_cast<uint64_t>(ns) << 20) / bytes;
+    Way &w = way(split);
+    const uint64_t old = w.ns_per_mib.load(std::memory_order_relaxed);
+    uint64_t next = sample;
+    if (old != 0) {
+        // A copy that was preempted or faulted pages in must not outweigh many normal
+        // ones: a sample counts at most 4x the average (which still lets a machine that
+        // really became slower pull the average up, by 3/8 per copy).
+        sample = std::min(sample, 4 * old);
+        next = old - old / 8 + sample / 8;
+    }
+    w.ns_per_mib.store(std::max<uint64_t>(next, 1), std::memory_order_relaxed);
+    const uint32_t n = w.samples.load(std::memory_order_relaxed);
+    if (n < kWarmup) w.samples.store(n + 1, std::memory_order_relaxed);
+}
+
+CmaSplitMode cma_copy_split_mode() {
+    static const CmaSplitMode mode = split_mode_from_env_and_cpus();
+    return mode;
+}
+
 bool cma_copy_helper_enabled() {
-    static const bool enabled = helper_enabled_by_env_and_cpus();
-    return enabled;
+    return cma_copy_split_mode() != CmaSplitMode::Never;
 }
 
 size_t cma_slice(std::span<const iovec> in, size_t off, size_t len, iovec *out) {
@@ -264,24 +302,33 @@ size_t cma_slice(std::span<const iovec> in, size_t off, size_t len, iovec *out) 
 
 bool cma_copy(pid_t pid, CmaDir dir, std::span<const iovec> local, std::span<const iovec> remote,
               size_t total) {
-    Helper *h =
-        total >= kCmaSplitMin && local.size() <= kMaxSliceIov && remote.size() <= kMaxSliceIov
-            ? Helper::get()
-            : nullptr;
-    if (!h)
+    const CmaSplitMode mode = cma_copy_split_mode();
+    if (total < kCmaSplitMin || local.size() > kMaxSliceIov || remote.size() > kMaxSliceIov ||
+        mode == CmaSplitMode::Never)
         return one_call(pid, dir, local.data(), local.size(), remote.data(), remote.size(), total);
 
+    const bool measured = mode == CmaSplitMode::Measured;
+    const int64_t start = measured ? mono_ns() : 0;
+    Helper *h = !measured || g_chooser.split_next() ? Helper::get() : nullptr;
     // Halves on a page boundary of the byte stream.
     const size_t first = (total / 2) & ~size_t{4095};
     Job j;
-    j.pid = pid;
-    j.caller_cpu = ::sched_getcpu();
-    j.dir = dir;
-    j.len = total - first;
-    j.nlocal = cma_slice(local, first, j.len, j.local.data());
-    j.nremote = cma_slice(remote, first, j.len, j.remote.data());
-    if (!h->offer(j))
-        return one_call(pid, dir, local.data(), local.size(), remote.data(), remote.size(), total);
+    if (h) {
+        j.pid = pid;
+        j.caller_cpu = ::sched_getcpu();
+        j.dir = dir;
+        j.len = total - first;
+        j.nlocal = cma_slice(local, first, j.len, j.local.data());
+        j.nremote = cma_slice(remote, first, j.len, j.remote.data());
+        if (!h->offer(j)) h = nullptr;  // another caller's half is waiting there
+    }
+    if (!h) {
+        g_whole.fetch_add(1, std::memory_order_relaxed);
+        const bool ok =
+            one_call(pid, dir, local.data(), local.size(), remote.data(), remote.size(), total);
+        if (measured && ok) g_chooser.record(false, total, mono_ns() - start);
+        return ok;
+    }
     g_split.fetch_add(1, std::memory_order_relaxed);
 
     std::array<iovec, kMaxSliceIov> l1, r1;
@@ -289,6 +336,7 @@ bool cma_copy(pid_t pid, CmaDir dir, std::span<const iovec> local, std::span<con
     size_t nr1 = cma_slice(remote, 0, first, r1.data());
     bool ok = one_call(pid, dir, l1.data(), nl1, r1.data(), nr1, first);
 
+    // Taken back: this thread copied both halves, which says nothing about the split.
     if (h->take_back(j))
         return one_call(pid, dir, j.local.data(), j.nlocal, j.remote.data(), j.nremote, j.len) &&
                ok;
@@ -300,7 +348,9 @@ bool cma_copy(pid_t pid, CmaDir dir, std::span<const iovec> local, std::span<con
         else
             ::sched_yield();
     }
-    return j.ok && ok;
+    ok = ok && j.ok;
+    if (measured && ok) g_chooser.record(true, total, mono_ns() - start);
+    return ok;
 }
 
 void cma_copy_helper_stop() {
@@ -309,7 +359,8 @@ void cma_copy_helper_stop() {
 
 CmaCopyStats cma_copy_stats() {
     return {g_split.load(std::memory_order_relaxed),
-            g_helper_halves.load(std::memory_order_relaxed)};
+            g_helper_halves.load(std::memory_order_relaxed),
+            g_whole.load(std::memory_order_relaxed), g_chooser.cost(false), g_chooser.cost(true)};
 }
 
 }  // namespace softrnic::transport::shm
