@@ -367,7 +367,7 @@ TEST_F(DaplProvider, C10_ThresholdZeroOrAboveQlenInvalid_L3713) {
     EXPECT_EQ(T(dat_evd_wait(evd, 0, 5, &e, &n)), DAT_INVALID_PARAMETER);
 }
 
-TEST_F(DaplProvider, C11_ThresholdWithUnsignalledEpIsInvalidState_L3717) {
+DAT_EP_ATTR small_attr() {
     DAT_EP_ATTR a{};
     a.service_type = DAT_SERVICE_TYPE_RC;
     a.max_message_size = 4096;
@@ -376,8 +376,15 @@ TEST_F(DaplProvider, C11_ThresholdWithUnsignalledEpIsInvalidState_L3717) {
     a.max_request_dtos = 8;
     a.max_recv_iov = 1;
     a.max_request_iov = 1;
+    a.max_rdma_read_in = 2;
+    a.max_rdma_read_out = 2;
     a.max_rdma_read_iov = 1;
     a.max_rdma_write_iov = 1;
+    return a;
+}
+
+TEST_F(DaplProvider, C11_ThresholdWithUnsignalledEpIsInvalidState_L3717) {
+    DAT_EP_ATTR a = small_attr();
     a.request_completion_flags = DAT_COMPLETION_UNSIGNALLED_FLAG;
     cli.ep(&a);
     DAT_EVENT e;
@@ -1029,22 +1036,6 @@ TEST_F(DaplProvider, C33_SendRecvCompletionFields_L7062_L1197) {
         EXPECT_EQ(d.ep_handle, sep);
         EXPECT_EQ(rb->v[size_t(i) * 1024], uint8_t('a' + i));
     }
-}
-
-DAT_EP_ATTR small_attr() {
-    DAT_EP_ATTR a{};
-    a.service_type = DAT_SERVICE_TYPE_RC;
-    a.max_message_size = 4096;
-    a.max_rdma_size = 4096;
-    a.max_recv_dtos = 8;
-    a.max_request_dtos = 8;
-    a.max_recv_iov = 1;
-    a.max_request_iov = 1;
-    a.max_rdma_read_in = 2;
-    a.max_rdma_read_out = 2;
-    a.max_rdma_read_iov = 1;
-    a.max_rdma_write_iov = 1;
-    return a;
 }
 
 // dat_evd_dequeue takes up to 16 completions per CQ poll and hands the oldest straight to
