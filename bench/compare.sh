@@ -372,5 +372,6 @@ echo "targets: softrnic tcp 8 B / raw TCP ping-pong <= 1.3; softrnic tcp 1 MiB w
 echo "stream >= 0.85; softrnic shm 1 MiB write and read / fi_stream -p shm write and read >= 1.0."
 echo "fi_pingpong reports a mean (usec/xfer), the others a p50. softrnic's shm copies of 256 KiB"
 echo "or more go in one call or split between two threads (the target's progress context and a"
-echo "copy helper), whichever its timing of earlier copies found faster; the one-copy-thread rows"
-echo "never split (SOFTRNIC_SHM_COPY_THREADS=1); fi_stream and raw_ref use one thread."
+echo "copy helper started a few us after it), whichever way and helper delay its timing of"
+echo "earlier copies found fastest; the one-copy-thread rows never split"
+echo "(SOFTRNIC_SHM_COPY_THREADS=1); fi_stream and raw_ref use one thread."

@@ -155,6 +155,41 @@ TEST(ShmCmaCopy, TheHelperCopiesHalves) {
     EXPECT_GT(now.helper_halves, before.helper_halves);
 }
 
+// A split with a stagger: the helper starts its half's call no earlier than the stagger
+// (ns per page of the caller's half) after the offer, and the bytes are exact either way.
+TEST(ShmCmaCopy, TheHelperWaitsOutTheStagger) {
+    ASSERT_TRUE(kForced);
+    using C = CmaSplitChooser;
+    const size_t n = size_t{1} << 20;  // the caller's half: 128 pages (+1: unaligned start)
+    std::vector<uint8_t> peer_buf(n), mine(n);
+    for (size_t i = 0; i < n; ++i)
+        peer_buf[i] = pattern(i, 0x3C);
+    Child child;  // its peer_buf holds the pattern
+    ASSERT_GT(child.pid(), 0);
+    iovec l{mine.data(), n}, r{peer_buf.data(), n};
+    const uint32_t way = C::kWays - 1;
+    const int64_t stagger_ns = int64_t{C::kStaggerNsPerPage[way - 1]} * 129;
+    size_t helper_copies = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (helper_copies < 3 && std::chrono::steady_clock::now() < deadline) {
+        std::fill(mine.begin(), mine.end(), uint8_t{0});
+        const uint64_t halves = cma_copy_stats().helper_halves;
+        ASSERT_TRUE(cma_copy_way(child.pid(), CmaDir::Read, {&l, 1}, {&r, 1}, n, way));
+        ASSERT_EQ(mine, peer_buf);
+        const CmaCopyStats now = cma_copy_stats();
+        if (now.helper_halves != halves) {
+            ++helper_copies;
+            EXPECT_GE(now.last_helper_delay_ns, stagger_ns);
+        }
+    }
+    EXPECT_GT(helper_copies, 0u);
+    EXPECT_FALSE(cma_copy_way(child.pid(), CmaDir::Read, {&l, 1}, {&r, 1}, n, C::kWays));
+    // One call: no helper involved, same bytes.
+    std::fill(mine.begin(), mine.end(), uint8_t{0});
+    ASSERT_TRUE(cma_copy_way(child.pid(), CmaDir::Read, {&l, 1}, {&r, 1}, n, C::kWhole));
+    EXPECT_EQ(mine, peer_buf);
+}
+
 // A forked child has no helper thread of its parent's: its own large copies start one,
 // which takes halves there too (the parent's helper has run before the fork).
 TEST(ShmCmaCopy, AForkedChildStartsItsOwnHelper) {
@@ -285,84 +320,152 @@ TEST(ShmCmaCopy, AFaultInEitherHalfFailsTheCopy) {
     ::munmap(area, 2 * half + page);
 }
 
-// The chooser, fed made-up copy times: `ns_per_mib(split)` is what a 1 MiB copy the
-// chooser sent that way costs; `helper_copies` false models a helper that never gets to
-// copy its half (a split then records nothing). Returns the decisions, true = split.
-std::vector<bool> drive(CmaSplitChooser &c, size_t n, uint64_t whole_ns, uint64_t split_ns,
-                        bool helper_copies = true) {
-    std::vector<bool> out;
+// The chooser, fed made-up copy times: `ns_per_mib(way)` is what a 1 MiB copy the chooser
+// sent that way costs; 0 models a split whose half the helper never got to copy (it then
+// records nothing). Returns the ways taken.
+using Ways = std::vector<uint32_t>;
+template <class Cost>
+Ways drive(CmaSplitChooser &c, size_t n, Cost ns_per_mib) {
+    Ways out;
     for (size_t i = 0; i < n; ++i) {
-        const bool split = c.split_next();
-        out.push_back(split);
-        if (split && !helper_copies) continue;
-        c.record(split, size_t{1} << 20, static_cast<int64_t>(split ? split_ns : whole_ns));
+        const uint32_t way = c.next();
+        out.push_back(way);
+        if (const uint64_t ns = ns_per_mib(way))
+            c.record(way, size_t{1} << 20, static_cast<int64_t>(ns));
     }
     return out;
 }
 
-size_t count_split(const std::vector<bool> &d, size_t from = 0) {
-    return static_cast<size_t>(std::count(d.begin() + static_cast<ptrdiff_t>(from), d.end(), true));
+size_t count_way(const Ways &d, uint32_t way, size_t from = 0) {
+    return static_cast<size_t>(std::count(d.begin() + static_cast<ptrdiff_t>(from), d.end(), way));
 }
 
-TEST(ShmCmaCopy, ChooserWarmsUpBothWaysThenTakesTheCheaperOne) {
-    using C = CmaSplitChooser;
-    for (const bool split_cheaper : {true, false}) {
-        SCOPED_TRACE(split_cheaper ? "split cheaper" : "one call cheaper");
-        C c;
-        const uint64_t fast = 45'000, slow = 70'000;  // ns per MiB: ~23 and ~15 GB/s
-        std::vector<bool> d =
-            drive(c, 2 * C::kWarmup, split_cheaper ? slow : fast, split_cheaper ? fast : slow);
-        EXPECT_EQ(count_split(d), C::kWarmup) << "each way gets its warm-up samples";
-        EXPECT_EQ(c.cost(true), split_cheaper ? fast : slow);
-        EXPECT_EQ(c.cost(false), split_cheaper ? slow : fast);
+using C = CmaSplitChooser;
 
-        // Then the cheaper way, but for one burst of kProbe in every kPeriod copies.
-        const size_t periods = 10;
-        d = drive(c, periods * C::kPeriod, split_cheaper ? slow : fast,
-                  split_cheaper ? fast : slow);
-        const size_t probes = periods * C::kProbe;
-        EXPECT_EQ(count_split(d), split_cheaper ? d.size() - probes : probes);
-        // The probes come in bursts: never a lone one.
-        size_t runs = 0;
+// The way whose stagger is `ns_per_page`.
+uint32_t way_of(uint32_t ns_per_page) {
+    for (uint32_t w = 1; w < C::kWays; ++w)
+        if (C::kStaggerNsPerPage[w - 1] == ns_per_page) return w;
+    ADD_FAILURE() << "no way with stagger " << ns_per_page;
+    return C::kWhole;
+}
+
+// A machine like the 2-vCPU Xeon: a helper that starts before the caller's pages are
+// pinned (stagger below `cliff` ns per page) fights it for the page-table lock; later, each
+// ns per page of stagger is idle helper time.
+auto cliff_machine(const uint32_t &cliff) {
+    return [&cliff](uint32_t way) -> uint64_t {
+        if (way == C::kWhole) return 45'000;
+        const uint32_t s = C::kStaggerNsPerPage[way - 1];
+        return s < cliff ? 90'000 : 20'000 + 200 * s;
+    };
+}
+
+TEST(ShmCmaCopy, ChooserWarmsUpEveryWayThenTakesTheCheapest) {
+    {
+        SCOPED_TRACE("one call cheapest");
+        C c;
+        auto cost = [](uint32_t way) -> uint64_t { return way == C::kWhole ? 45'000 : 70'000; };
+        Ways d = drive(c, C::kWays * C::kWarmup, cost);
+        for (uint32_t w = 0; w < C::kWays; ++w) {
+            EXPECT_EQ(count_way(d, w), C::kWarmup) << "way " << w;
+            EXPECT_EQ(c.cost(w), cost(w)) << "way " << w;
+        }
+        // Then one call, but for one burst of kProbe splits in every kPeriod copies.
+        const size_t periods = 12;
+        d = drive(c, periods * C::kPeriod, cost);
+        EXPECT_EQ(count_way(d, C::kWhole), d.size() - periods * C::kProbe);
+        size_t runs = 0;  // the probes come in bursts: never a lone one
         for (size_t i = 0; i < d.size(); ++i)
-            if (d[i] != split_cheaper && (i == 0 || d[i - 1] == split_cheaper)) ++runs;
+            if (d[i] != C::kWhole && (i == 0 || d[i - 1] == C::kWhole)) ++runs;
         EXPECT_LE(runs, periods + 1);
+    }
+    {
+        SCOPED_TRACE("a split cheapest");
+        C c;
+        const uint32_t best = way_of(40);
+        auto cost = [best](uint32_t way) -> uint64_t { return way == best ? 25'000 : 60'000; };
+        drive(c, C::kWays * C::kWarmup, cost);
+        EXPECT_EQ(c.best_split(), best);
+        // That split, but for one single probe in every kPeriod copies (the helper polls
+        // anyway): one call, the next smaller stagger, the next larger, in turn.
+        const size_t periods = 12;
+        Ways d = drive(c, periods * C::kPeriod, cost);
+        EXPECT_EQ(count_way(d, best), d.size() - periods);
+        EXPECT_EQ(count_way(d, C::kWhole), periods / 3);
+        EXPECT_EQ(count_way(d, best - 1), periods / 3);
+        EXPECT_EQ(count_way(d, best + 1), periods / 3);
     }
 }
 
+TEST(ShmCmaCopy, ChooserFindsTheStaggerPastTheLockContentionAndFollowsIt) {
+    C c;
+    uint32_t cliff = 35;
+    auto machine = cliff_machine(cliff);
+    drive(c, C::kWays * C::kWarmup + 6 * C::kPeriod, machine);
+    EXPECT_EQ(c.best_split(), way_of(40));
+    Ways d = drive(c, C::kPeriod, machine);
+    EXPECT_EQ(count_way(d, way_of(40)), C::kPeriod - 1);
+
+    // Pinning got slower: 40 ns per page is now too early. The averages of the way taken
+    // and of the probed neighbours move the choice to 50.
+    cliff = 45;
+    drive(c, 20 * C::kPeriod, machine);
+    d = drive(c, C::kPeriod, machine);
+    EXPECT_EQ(count_way(d, way_of(50)), C::kPeriod - 1);
+
+    // And faster again: the probes of the smaller neighbour bring it back down, step by
+    // step, to the first stagger past the cliff.
+    cliff = 25;
+    drive(c, 60 * C::kPeriod, machine);
+    d = drive(c, C::kPeriod, machine);
+    EXPECT_EQ(count_way(d, way_of(30)), C::kPeriod - 1);
+}
+
 TEST(ShmCmaCopy, ChooserFollowsAMachineWhoseSplitGetsSlower) {
-    CmaSplitChooser c;
-    drive(c, 4 * CmaSplitChooser::kPeriod, 70'000, 45'000);
-    ASSERT_LT(c.cost(true), c.cost(false));
-    // Splits now cost 3x: the probes and the splits still chosen pull its average up
+    C c;
+    bool slow = false;
+    auto machine = [&slow](uint32_t way) -> uint64_t {
+        return way == C::kWhole ? 70'000 : slow ? 200'000 : 45'000;
+    };
+    drive(c, C::kWays * C::kWarmup + 4 * C::kPeriod, machine);
+    ASSERT_LT(c.cost(c.best_split()), c.cost(C::kWhole));
+    // Splits now cost 3x: the splits still taken and the probes pull their averages up
     // until one call wins.
-    std::vector<bool> d = drive(c, 8 * CmaSplitChooser::kPeriod, 70'000, 200'000);
-    EXPECT_GT(c.cost(true), c.cost(false));
-    const size_t last_period = d.size() - CmaSplitChooser::kPeriod;
-    EXPECT_EQ(count_split(d, last_period), CmaSplitChooser::kProbe);
+    slow = true;
+    Ways d = drive(c, 8 * C::kPeriod, machine);
+    EXPECT_GT(c.cost(c.best_split()), c.cost(C::kWhole));
+    EXPECT_EQ(count_way(d, C::kWhole, d.size() - C::kPeriod), C::kPeriod - C::kProbe);
 }
 
 TEST(ShmCmaCopy, ChooserBoundsWhatOneSlowCopyWeighs) {
-    CmaSplitChooser c;
-    c.record(false, size_t{1} << 20, 50'000);
-    EXPECT_EQ(c.cost(false), 50'000u);
-    c.record(false, size_t{1} << 20, 50'000'000);  // preempted for 50 ms
-    EXPECT_LE(c.cost(false), 50'000u + 3 * 50'000u / 8);
-    c.record(false, 0, 1);  // ignored: nothing copied
-    c.record(false, 1 << 20, 0);
-    EXPECT_LE(c.cost(false), 50'000u + 3 * 50'000u / 8);
+    C c;
+    c.record(C::kWhole, size_t{1} << 20, 50'000);
+    EXPECT_EQ(c.cost(C::kWhole), 50'000u);
+    c.record(C::kWhole, size_t{1} << 20, 50'000'000);  // preempted for 50 ms
+    EXPECT_LE(c.cost(C::kWhole), 50'000u + 3 * 50'000u / 8);
+    c.record(C::kWhole, 0, 1);  // ignored: nothing copied
+    c.record(C::kWhole, 1 << 20, 0);
+    c.record(C::kWays, 1 << 20, 1);  // ignored: no such way
+    EXPECT_LE(c.cost(C::kWhole), 50'000u + 3 * 50'000u / 8);
+    EXPECT_EQ(c.cost(C::kWays), 0u);
     // Per byte: a half-size copy of the same speed is the same cost.
-    CmaSplitChooser h;
-    h.record(true, size_t{512} << 10, 25'000);
-    EXPECT_EQ(h.cost(true), 50'000u);
+    C h;
+    h.record(1, size_t{512} << 10, 25'000);
+    EXPECT_EQ(h.cost(1), 50'000u);
+    // A way not taken (a probe) moves by half, still bounded by 4x.
+    h.record(1, size_t{1} << 20, 1'000'000);
+    EXPECT_EQ(h.cost(1), 125'000u);
 }
 
 TEST(ShmCmaCopy, ChooserWithAHelperThatNeverCopiesSettlesOnOneCall) {
-    CmaSplitChooser c;
-    std::vector<bool> d = drive(c, 6 * CmaSplitChooser::kPeriod, 50'000, 1, false);
-    EXPECT_EQ(c.cost(true), 0u);
-    const size_t last_period = d.size() - CmaSplitChooser::kPeriod;
-    EXPECT_EQ(count_split(d, last_period), CmaSplitChooser::kProbe);
+    C c;
+    Ways d = drive(c, 8 * C::kPeriod,
+                   [](uint32_t way) -> uint64_t { return way == C::kWhole ? 50'000 : 0; });
+    EXPECT_EQ(c.best_split(), C::kWhole);
+    const size_t last_period = d.size() - C::kPeriod;
+    EXPECT_EQ(count_way(d, C::kWhole, last_period), C::kPeriod - C::kProbe);
+    EXPECT_EQ(count_way(d, 1, last_period), C::kProbe) << "bursts of the first split way";
 }
 
 TEST(ShmCmaCopy, SplitModeFollowsTheEnvironment) {

@@ -27,6 +27,10 @@ constexpr size_t kMaxSliceIov = 16;
 // The helper keeps polling this long after its last half before it sleeps: back-to-back
 // large operations (a window of RDMA writes) then never pay its 30-45 us wake-up.
 constexpr int64_t kCopyHelperSpinNs = 200'000;
+// process_vm_readv/writev pin at most this many remote pages before they copy (a batch:
+// PVM_MAX_KMALLOC_PAGES / sizeof(struct page *)), so the caller's first pinning phase,
+// the one the helper's stagger waits out, covers no more.
+constexpr uint64_t kKernelPinBatchPages = 1024;
 
 using engine::cpu_relax;
 using engine::mono_ns;
@@ -47,13 +51,16 @@ struct Job {
     CmaDir dir = CmaDir::Read;
     std::array<iovec, kMaxSliceIov> local{}, remote{};
     size_t nlocal = 0, nremote = 0, len = 0;
-    bool ok = false;  // written by the helper before kDone (release)
+    bool ok = false;         // written by the helper before kDone (release)
+    int64_t offered = 0;     // mono_ns
+    int64_t not_before = 0;  // mono_ns: the helper starts its call no earlier
     std::atomic<uint32_t> state{kOffered};
 };
 
 std::atomic<uint64_t> g_split{0};
 std::atomic<uint64_t> g_helper_halves{0};
 std::atomic<uint64_t> g_whole{0};
+std::atomic<int64_t> g_last_helper_delay{0};
 CmaSplitChooser g_chooser;
 
 // The CPUs this process may use: the main thread's affinity (its tid is the pid), not the
@@ -186,6 +193,13 @@ class Helper {
             Job *j = slot_.load(std::memory_order_acquire);
             if (j && slot_.compare_exchange_strong(j, nullptr, std::memory_order_acq_rel)) {
                 keep_off(j->caller_cpu, kept_off);
+                // The stagger (a few us): the caller's pages get pinned meanwhile.
+                int64_t now = mono_ns();
+                while (now < j->not_before) {
+                    cpu_relax();
+                    now = mono_ns();
+                }
+                g_last_helper_delay.store(now - j->offered, std::memory_order_relaxed);
                 j->ok = one_call(j->pid, j->dir, j->local.data(), j->nlocal, j->remote.data(),
                                  j->nremote, j->len);
                 g_helper_halves.fetch_add(1, std::memory_order_relaxed);
@@ -246,36 +260,60 @@ CmaSplitMode split_mode_from_env_and_cpus() {
 
 }  // namespace
 
-bool CmaSplitChooser::split_next() {
-    const uint64_t n = copies_.fetch_add(1, std::memory_order_relaxed);
-    const uint32_t whole_n = whole_.samples.load(std::memory_order_relaxed);
-    const uint32_t split_n = split_.samples.load(std::memory_order_relaxed);
-    // Warming up: the way with fewer samples. A helper that never gets to copy a half
-    // (no CPU for it) leaves the split without samples; after a while the probes below
-    // are all it still gets.
-    if ((whole_n < kWarmup || split_n < kWarmup) && n < 4 * kPeriod) return split_n <= whole_n;
-    const uint64_t whole_cost = cost(false), split_cost = cost(true);
-    const bool split_cheaper = split_cost != 0 && (whole_cost == 0 || split_cost < whole_cost);
-    const bool probe = n % kPeriod >= kPeriod - kProbe;
-    return split_cheaper != probe;
+uint32_t CmaSplitChooser::best_split() const {
+    uint32_t best = kWhole;
+    uint64_t best_cost = 0;
+    for (uint32_t w = 1; w < kWays; ++w) {
+        const uint64_t c = cost(w);
+        if (c != 0 && (best == kWhole || c < best_cost)) best = w, best_cost = c;
+    }
+    return best;
 }
 
-void CmaSplitChooser::record(bool split, size_t bytes, int64_t ns) {
-    if (ns <= 0 || bytes == 0) return;
+uint32_t CmaSplitChooser::next() {
+    const uint64_t n = copies_.fetch_add(1, std::memory_order_relaxed);
+    // Warming up: every way in turn. A split the helper does not get to copy (asleep, or
+    // no CPU for it) records nothing; its way is sampled later, by the probes.
+    if (n < kWays * kWarmup) return static_cast<uint32_t>(n % kWays);
+    const uint32_t split = best_split();
+    const uint64_t whole_cost = cost(kWhole), split_cost = cost(split);
+    const bool split_best = split != kWhole && (whole_cost == 0 || split_cost < whole_cost);
+    best_.store(split_best ? split : kWhole, std::memory_order_relaxed);
+    const uint64_t pos = n % kPeriod;
+    const uint64_t turn = (n / kPeriod) % 3;
+    // The split way a probe of this turn looks at: 0 `w` itself, 1 the next smaller
+    // stagger, 2 the next larger one.
+    auto neighbour = [turn](uint32_t w) -> uint32_t {
+        if (w == kWhole) return 1;  // no split sampled yet: the first
+        if (turn == 1) return w > 1 ? w - 1 : w + 1;
+        if (turn == 2) return w + 1 < kWays ? w + 1 : w - 1;
+        return w;
+    };
+    if (split_best) {
+        if (pos != kPeriod - 1) return split;
+        return turn == 0 ? kWhole : neighbour(split);
+    }
+    if (pos < kPeriod - kProbe) return kWhole;
+    return neighbour(split);
+}
+
+void CmaSplitChooser::record(uint32_t way, size_t bytes, int64_t ns) {
+    if (ns <= 0 || bytes == 0 || way >= kWays) return;
     uint64_t sample = (static_cast<uint64_t>(ns) << 20) / bytes;
-    Way &w = way(split);
-    const uint64_t old = w.ns_per_mib.load(std::memory_order_relaxed);
+    std::atomic<uint64_t> &avg = ways_[way];
+    const uint64_t old = avg.load(std::memory_order_relaxed);
     uint64_t next = sample;
     if (old != 0) {
         // A copy that was preempted or faulted pages in must not outweigh many normal
         // ones: a sample counts at most 4x the average (which still lets a machine that
-        // really became slower pull the average up, by 3/8 per copy).
+        // really became slower pull the average up). The way taken moves by 1/8 per
+        // copy; a probed one by 1/2, so that the few probes it gets replace an average
+        // left from other conditions (a ping-pong phase before a stream, say).
         sample = std::min(sample, 4 * old);
-        next = old - old / 8 + sample / 8;
+        next = way == best_.load(std::memory_order_relaxed) ? old - old / 8 + sample / 8
+                                                            : old / 2 + sample / 2;
     }
-    w.ns_per_mib.store(std::max<uint64_t>(next, 1), std::memory_order_relaxed);
-    const uint32_t n = w.samples.load(std::memory_order_relaxed);
-    if (n < kWarmup) w.samples.store(n + 1, std::memory_order_relaxed);
+    avg.store(std::max<uint64_t>(next, 1), std::memory_order_relaxed);
 }
 
 CmaSplitMode cma_copy_split_mode() {
@@ -300,20 +338,21 @@ size_t cma_slice(std::span<const iovec> in, size_t off, size_t len, iovec *out) 
     return n;
 }
 
-bool cma_copy(pid_t pid, CmaDir dir, std::span<const iovec> local, std::span<const iovec> remote,
-              size_t total) {
-    const CmaSplitMode mode = cma_copy_split_mode();
-    if (total < kCmaSplitMin || local.size() > kMaxSliceIov || remote.size() > kMaxSliceIov ||
-        mode == CmaSplitMode::Never)
-        return one_call(pid, dir, local.data(), local.size(), remote.data(), remote.size(), total);
+namespace {
 
-    const bool measured = mode == CmaSplitMode::Measured;
-    const int64_t start = measured ? mono_ns() : 0;
-    Helper *h = !measured || g_chooser.split_next() ? Helper::get() : nullptr;
+// A large copy the way `way` (CmaSplitChooser); `measured`: its time goes to the chooser.
+bool copy_way(pid_t pid, CmaDir dir, std::span<const iovec> local, std::span<const iovec> remote,
+              size_t total, uint32_t way, bool measured) {
+    const int64_t start = mono_ns();
+    Helper *h = way != CmaSplitChooser::kWhole ? Helper::get() : nullptr;
     // Halves on a page boundary of the byte stream.
     const size_t first = (total / 2) & ~size_t{4095};
     Job j;
     if (h) {
+        const uint64_t pages = std::min<uint64_t>(first / 4096 + 1, kKernelPinBatchPages);
+        j.offered = start;
+        j.not_before =
+            start + static_cast<int64_t>(CmaSplitChooser::kStaggerNsPerPage[way - 1] * pages);
         j.pid = pid;
         j.caller_cpu = ::sched_getcpu();
         j.dir = dir;
@@ -326,7 +365,7 @@ bool cma_copy(pid_t pid, CmaDir dir, std::span<const iovec> local, std::span<con
         g_whole.fetch_add(1, std::memory_order_relaxed);
         const bool ok =
             one_call(pid, dir, local.data(), local.size(), remote.data(), remote.size(), total);
-        if (measured && ok) g_chooser.record(false, total, mono_ns() - start);
+        if (measured && ok) g_chooser.record(CmaSplitChooser::kWhole, total, mono_ns() - start);
         return ok;
     }
     g_split.fetch_add(1, std::memory_order_relaxed);
@@ -349,8 +388,31 @@ bool cma_copy(pid_t pid, CmaDir dir, std::span<const iovec> local, std::span<con
             ::sched_yield();
     }
     ok = ok && j.ok;
-    if (measured && ok) g_chooser.record(true, total, mono_ns() - start);
+    if (measured && ok) g_chooser.record(way, total, mono_ns() - start);
     return ok;
+}
+
+bool splittable(std::span<const iovec> local, std::span<const iovec> remote, size_t total) {
+    return total >= kCmaSplitMin && local.size() <= kMaxSliceIov && remote.size() <= kMaxSliceIov;
+}
+
+}  // namespace
+
+bool cma_copy(pid_t pid, CmaDir dir, std::span<const iovec> local, std::span<const iovec> remote,
+              size_t total) {
+    const CmaSplitMode mode = cma_copy_split_mode();
+    if (mode == CmaSplitMode::Never || !splittable(local, remote, total))
+        return one_call(pid, dir, local.data(), local.size(), remote.data(), remote.size(), total);
+    if (mode == CmaSplitMode::Always) return copy_way(pid, dir, local, remote, total, 1, false);
+    return copy_way(pid, dir, local, remote, total, g_chooser.next(), true);
+}
+
+bool cma_copy_way(pid_t pid, CmaDir dir, std::span<const iovec> local,
+                  std::span<const iovec> remote, size_t total, uint32_t way) {
+    if (way >= CmaSplitChooser::kWays) return false;
+    if (way == CmaSplitChooser::kWhole || !splittable(local, remote, total))
+        return one_call(pid, dir, local.data(), local.size(), remote.data(), remote.size(), total);
+    return copy_way(pid, dir, local, remote, total, way, false);
 }
 
 void cma_copy_helper_stop() {
@@ -360,7 +422,13 @@ void cma_copy_helper_stop() {
 CmaCopyStats cma_copy_stats() {
     return {g_split.load(std::memory_order_relaxed),
             g_helper_halves.load(std::memory_order_relaxed),
-            g_whole.load(std::memory_order_relaxed), g_chooser.cost(false), g_chooser.cost(true)};
+            g_whole.load(std::memory_order_relaxed),
+            g_chooser.cost(CmaSplitChooser::kWhole),
+            g_chooser.cost(g_chooser.best_split()),
+            g_chooser.best_split() == CmaSplitChooser::kWhole
+                ? 0
+                : CmaSplitChooser::kStaggerNsPerPage[g_chooser.best_split() - 1],
+            g_last_helper_delay.load(std::memory_order_relaxed)};
 }
 
 }  // namespace softrnic::transport::shm

@@ -2,14 +2,21 @@
 //
 // A large transfer (>= kCmaSplitMin) may be copied by two threads at once: the calling
 // progress context and a process-wide helper thread each move half with their own
-// process_vm_readv/writev. Whether that pays depends on the machine. On a 2-vCPU AMD EPYC
-// (1 MiB L2 per core) one core's copy of 1 MiB runs at 12-13 GB/s and two halves at once
-// at 16-20 GB/s. On a 2-vCPU Xeon (2 MiB L2 per vCPU) one core copies cache-hot 1 MiB
-// buffers at 22 GB/s and two threads at 12 GB/s in a raw loop, and softrnic's 1 MiB write
-// stream with every copy split ran at 16-49 GB/s from run to run, mostly 17-18, against a
-// steady 20-22 GB/s with one thread. So the copies themselves decide (CmaSplitChooser):
-// every large copy is timed, the faster way is taken, and the other is retried in a short
-// burst now and then.
+// process_vm_readv/writev. Whether that pays depends on the machine, and on when the
+// helper starts. The kernel pins the remote process's pages of a call first (page by
+// page, each under the lock of the page table that maps it: one lock per 2 MiB of
+// address space), then copies. Two calls whose remote ranges share a page table and pin
+// at the same moment fight over that lock; under a hypervisor a contended lock parks
+// the waiting vCPU, and the two halves then move less than one call alone. On a 2-vCPU
+// Xeon, 1 MiB cache-hot: one call 22-24 GB/s; two halves started together 12-14 GB/s
+// (16-18 in softrnic's stream; 49-59 when the buffer happened to straddle a 2 MiB
+// boundary at its middle, each half under its own lock); the helper started 4 us
+// (~35-40 ns per page of the caller's half) after the caller, once the caller's pages
+// are pinned: 42-46 GB/s. On a 2-vCPU AMD EPYC two halves at once already beat one call
+// (16-20 GB/s against 12-13). So the copies themselves decide (CmaSplitChooser): every
+// large copy is timed, and the fastest of "one call" and "split, the helper starting
+// after a stagger of s ns per page" (a few values of s) is taken, its neighbours
+// retried now and then.
 //
 // A split copy: the caller offers the second half to the helper, copies the first half,
 // then either takes the second half back (the helper had not started it: asleep, or busy
@@ -19,13 +26,15 @@
 // and then sleeps on a futex, so an idle process keeps no core busy. It keeps off the CPU
 // of the caller it serves.
 //
-// SOFTRNIC_SHM_COPY_THREADS=1 never splits, =2 always splits (no measuring); unset, the
-// chooser decides, and a process that may run on a single CPU never splits.
+// SOFTRNIC_SHM_COPY_THREADS=1 never splits, =2 always splits, with no stagger and no
+// measuring; unset, the chooser decides, and a process that may run on a single CPU never
+// splits.
 #pragma once
 
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -46,48 +55,64 @@ bool cma_copy(pid_t pid, CmaDir dir, std::span<const iovec> local, std::span<con
 // Copies of at least this many bytes may be split between the caller and the helper.
 inline constexpr size_t kCmaSplitMin = 256 << 10;
 
-// Picks, per large copy, one call or a split, from what earlier copies cost (ns per MiB,
-// a moving average per way). Until each way has kWarmup samples the two alternate. Then
-// the cheaper way is taken, except for the last kProbe copies of every kPeriod, which
-// take the other way: a burst, so that the helper woken by the first of them is still
-// polling for the rest and their times are the helper's real ones. A split sample counts
-// only when the helper copied its half (a half taken back measured one thread).
+// Picks, per large copy, a way: one call (way 0) or a split whose helper starts its half
+// kStaggerNsPerPage[way - 1] ns per page of the caller's half after the offer (way >= 1;
+// pages counted up to the kernel's pinning batch). It keeps a moving average of ns per MiB
+// per way. The first kWarmup * kWays copies take the ways in turn. Then the cheapest way is
+// taken, and the last copies of every kPeriod probe another way, in a rotation of three:
+// - best way a split: one copy (the helper is polling anyway) of one call, of the next
+//   smaller stagger, or of the next larger one. The cost over staggers is a cliff (too
+//   early: lock contention) then a slope (too late: idle helper), so probing the two
+//   neighbours keeps the best stagger found as the machine drifts;
+// - best way one call: a burst of kProbe copies (so that the helper woken by the first
+//   of them is still polling for the rest and their times are its real ones) of the best
+//   split, then of its smaller and larger neighbours.
+// A split sample counts only when the helper copied its half (a half taken back measured
+// one thread). The way taken moves its average by 1/8 per copy, a probed way by 1/2.
 //
 // Safe to call from several threads at once: the averages are plain relaxed words, and a
 // sample lost to a race only delays the average. Exposed for tests.
 class CmaSplitChooser {
   public:
+    static constexpr std::array<uint32_t, 9> kStaggerNsPerPage{0, 10, 20, 30, 40, 50, 65, 80, 100};
+    static constexpr uint32_t kWays = 1 + kStaggerNsPerPage.size();
+    static constexpr uint32_t kWhole = 0;
     static constexpr uint32_t kWarmup = 4;
     static constexpr uint64_t kPeriod = 64;
     static constexpr uint64_t kProbe = 4;
 
-    // Whether the next large copy should be split.
-    bool split_next();
-    // A finished copy of `bytes` that took `ns`, split (the helper copied a half) or not.
-    void record(bool split, size_t bytes, int64_t ns);
+    // The way the next large copy takes.
+    uint32_t next();
+    // A finished copy of `bytes` that took `ns`, the way `way` (a split only if the helper
+    // copied a half).
+    void record(uint32_t way, size_t bytes, int64_t ns);
     // The moving average of a way in ns per MiB; 0 until it has a sample.
-    uint64_t cost(bool split) const {
-        return way(split).ns_per_mib.load(std::memory_order_relaxed);
+    uint64_t cost(uint32_t way) const {
+        return way < kWays ? ways_[way].load(std::memory_order_relaxed) : 0;
     }
+    // The split way with the lowest average (kWhole when none has a sample).
+    uint32_t best_split() const;
 
   private:
-    struct Way {
-        std::atomic<uint64_t> ns_per_mib{0};
-        std::atomic<uint32_t> samples{0};
-    };
-    const Way &way(bool split) const { return split ? split_ : whole_; }
-    Way &way(bool split) { return split ? split_ : whole_; }
-    Way whole_, split_;
+    std::array<std::atomic<uint64_t>, kWays> ways_{};  // ns per MiB, 0: no sample
+    std::atomic<uint32_t> best_{kWhole};               // the way taken outside probes
     std::atomic<uint64_t> copies_{0};
 };
 
+// cma_copy, the way `way` of CmaSplitChooser whatever the mode (a split only from
+// kCmaSplitMin on), timed for nobody; false for a way that does not exist. For tests.
+bool cma_copy_way(pid_t pid, CmaDir dir, std::span<const iovec> local,
+                  std::span<const iovec> remote, size_t total, uint32_t way);
+
 // What the split did, for tests and diagnostics (process totals).
 struct CmaCopyStats {
-    uint64_t split;          // copies offered to the helper in two halves
-    uint64_t helper_halves;  // halves the helper copied (the rest the caller took back)
-    uint64_t whole;          // large copies the chooser sent as one call
-    uint64_t whole_cost;     // the chooser's averages, ns per MiB (0: no sample yet)
-    uint64_t split_cost;
+    uint64_t split;                // copies offered to the helper in two halves
+    uint64_t helper_halves;        // halves the helper copied (the rest the caller took back)
+    uint64_t whole;                // large copies the chooser sent as one call
+    uint64_t whole_cost;           // the chooser's averages, ns per MiB (0: no sample yet)
+    uint64_t split_cost;           // of its best split way
+    uint32_t split_stagger;        // that way's stagger, ns per page
+    int64_t last_helper_delay_ns;  // from the offer to the start of the helper's last call
 };
 CmaCopyStats cma_copy_stats();
 
