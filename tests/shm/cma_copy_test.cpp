@@ -388,13 +388,14 @@ TEST(ShmCmaCopy, ChooserWarmsUpEveryWayThenTakesTheCheapest) {
         drive(c, C::kWays * C::kWarmup, cost);
         EXPECT_EQ(c.best_split(), best);
         // That split, but for one single probe in every kPeriod copies (the helper polls
-        // anyway): one call, the next smaller stagger, the next larger, in turn.
+        // anyway): one call, the next smaller stagger, the next larger, any, in turn.
         const size_t periods = 12;
         Ways d = drive(c, periods * C::kPeriod, cost);
-        EXPECT_EQ(count_way(d, best), d.size() - periods);
-        EXPECT_EQ(count_way(d, C::kWhole), periods / 3);
-        EXPECT_EQ(count_way(d, best - 1), periods / 3);
-        EXPECT_EQ(count_way(d, best + 1), periods / 3);
+        EXPECT_GE(count_way(d, best), d.size() - periods);
+        EXPECT_LE(count_way(d, best), d.size() - 3 * periods / 4);
+        EXPECT_EQ(count_way(d, C::kWhole), periods / 4);
+        EXPECT_GE(count_way(d, best - 1), periods / 4);
+        EXPECT_GE(count_way(d, best + 1), periods / 4);
     }
 }
 
@@ -438,24 +439,68 @@ TEST(ShmCmaCopy, ChooserFollowsAMachineWhoseSplitGetsSlower) {
     EXPECT_EQ(count_way(d, C::kWhole, d.size() - C::kPeriod), C::kPeriod - C::kProbe);
 }
 
-TEST(ShmCmaCopy, ChooserBoundsWhatOneSlowCopyWeighs) {
+// A warm-up under conditions where every split fought for the lock (a ping-pong phase,
+// say) must not write the splits off: once the contention is gone, the probes of ways
+// away from the best split find the stagger that now wins.
+TEST(ShmCmaCopy, ChooserRetriesWaysJudgedUnderOtherConditions) {
     C c;
-    c.record(C::kWhole, size_t{1} << 20, 50'000);
-    EXPECT_EQ(c.cost(C::kWhole), 50'000u);
-    c.record(C::kWhole, size_t{1} << 20, 50'000'000);  // preempted for 50 ms
-    EXPECT_LE(c.cost(C::kWhole), 50'000u + 3 * 50'000u / 8);
-    c.record(C::kWhole, 0, 1);  // ignored: nothing copied
-    c.record(C::kWhole, 1 << 20, 0);
-    c.record(C::kWays, 1 << 20, 1);  // ignored: no such way
-    EXPECT_LE(c.cost(C::kWhole), 50'000u + 3 * 50'000u / 8);
-    EXPECT_EQ(c.cost(C::kWays), 0u);
-    // Per byte: a half-size copy of the same speed is the same cost.
-    C h;
-    h.record(1, size_t{512} << 10, 25'000);
-    EXPECT_EQ(h.cost(1), 50'000u);
-    // A way not taken (a probe) moves by half, still bounded by 4x.
-    h.record(1, size_t{1} << 20, 1'000'000);
-    EXPECT_EQ(h.cost(1), 125'000u);
+    uint32_t cliff = 1000;  // every stagger contended
+    auto machine = cliff_machine(cliff);
+    drive(c, C::kWays * C::kWarmup + 8 * C::kPeriod, machine);
+    EXPECT_EQ(count_way(drive(c, C::kPeriod, machine), C::kWhole), C::kPeriod - C::kProbe);
+    cliff = 35;
+    drive(c, 4 * (C::kWays - 1) * C::kPeriod, machine);  // each way's turn comes round
+    const Ways d = drive(c, C::kPeriod, machine);
+    EXPECT_EQ(count_way(d, way_of(40)), C::kPeriod - 1);
+}
+
+// Same, with a helper that copied nothing during the warm-up: unsampled ways come first.
+TEST(ShmCmaCopy, ChooserSamplesWaysTheWarmUpMissed) {
+    C c;
+    bool helper_copies = false;
+    uint32_t cliff = 35;
+    auto machine = [&helper_copies, m = cliff_machine(cliff)](uint32_t way) -> uint64_t {
+        return way == C::kWhole || helper_copies ? m(way) : 0;
+    };
+    drive(c, C::kWays * C::kWarmup, machine);
+    EXPECT_EQ(c.best_split(), C::kWhole);
+    helper_copies = true;
+    drive(c, 4 * (C::kWays - 1) * C::kPeriod, machine);
+    for (uint32_t w = 1; w < C::kWays; ++w)
+        EXPECT_NE(c.cost(w), 0u) << "way " << w;
+    const Ways d = drive(c, C::kPeriod, machine);
+    EXPECT_EQ(count_way(d, way_of(40)), C::kPeriod - 1);
+}
+
+TEST(ShmCmaCopy, ChooserBoundsWhatOneSlowCopyWeighs) {
+    {
+        SCOPED_TRACE("the way taken: 1/8 per copy");
+        C c;
+        drive(c, C::kWays * C::kWarmup + 1,
+              [](uint32_t way) -> uint64_t { return way == C::kWhole ? 50'000 : 90'000; });
+        ASSERT_EQ(c.cost(C::kWhole), 50'000u);
+        c.record(C::kWhole, size_t{1} << 20, 50'000'000);  // preempted for 50 ms
+        EXPECT_EQ(c.cost(C::kWhole), 50'000u + 3 * 50'000u / 8);
+        c.record(C::kWhole, 0, 1);  // ignored: nothing copied
+        c.record(C::kWhole, 1 << 20, 0);
+        c.record(C::kWays, 1 << 20, 1);  // ignored: no such way
+        EXPECT_EQ(c.cost(C::kWhole), 50'000u + 3 * 50'000u / 8);
+        EXPECT_EQ(c.cost(C::kWays), 0u);
+        // A way not taken (a probe) moves by half, still bounded by 4x.
+        ASSERT_EQ(c.cost(1), 90'000u);
+        c.record(1, size_t{1} << 20, 1'000'000'000);
+        EXPECT_EQ(c.cost(1), 90'000u / 2 + 4 * 90'000u / 2);
+    }
+    {
+        SCOPED_TRACE("warm-up: every way by 1/2");
+        C c;
+        c.record(C::kWhole, size_t{1} << 20, 80'000);  // a cold first copy
+        c.record(C::kWhole, size_t{1} << 20, 40'000);
+        EXPECT_EQ(c.cost(C::kWhole), 60'000u);
+        // Per byte: a half-size copy of the same speed is the same cost.
+        c.record(1, size_t{512} << 10, 25'000);
+        EXPECT_EQ(c.cost(1), 50'000u);
+    }
 }
 
 TEST(ShmCmaCopy, ChooserWithAHelperThatNeverCopiesSettlesOnOneCall) {

@@ -52,7 +52,7 @@ struct Job {
     std::array<iovec, kMaxSliceIov> local{}, remote{};
     size_t nlocal = 0, nremote = 0, len = 0;
     bool ok = false;         // written by the helper before kDone (release)
-    int64_t offered = 0;     // mono_ns
+    int64_t copy_start = 0;  // mono_ns: when the caller's cma_copy began
     int64_t not_before = 0;  // mono_ns: the helper starts its call no earlier
     std::atomic<uint32_t> state{kOffered};
 };
@@ -193,13 +193,16 @@ class Helper {
             Job *j = slot_.load(std::memory_order_acquire);
             if (j && slot_.compare_exchange_strong(j, nullptr, std::memory_order_acq_rel)) {
                 keep_off(j->caller_cpu, kept_off);
-                // The stagger (a few us): the caller's pages get pinned meanwhile.
+                // The stagger (a few us; at most 100 ns x 1,024 pages): the caller's pages
+                // get pinned meanwhile. A spin, not a yield: a yield on a CPU shared with a
+                // busy thread could cost a time slice, and the chooser times the whole
+                // copy, so a stagger that costs more than it saves is not taken.
                 int64_t now = mono_ns();
                 while (now < j->not_before) {
                     cpu_relax();
                     now = mono_ns();
                 }
-                g_last_helper_delay.store(now - j->offered, std::memory_order_relaxed);
+                g_last_helper_delay.store(now - j->copy_start, std::memory_order_relaxed);
                 j->ok = one_call(j->pid, j->dir, j->local.data(), j->nlocal, j->remote.data(),
                                  j->nremote, j->len);
                 g_helper_halves.fetch_add(1, std::memory_order_relaxed);
@@ -280,10 +283,19 @@ uint32_t CmaSplitChooser::next() {
     const bool split_best = split != kWhole && (whole_cost == 0 || split_cost < whole_cost);
     best_.store(split_best ? split : kWhole, std::memory_order_relaxed);
     const uint64_t pos = n % kPeriod;
-    const uint64_t turn = (n / kPeriod) % 3;
+    const uint64_t period = n / kPeriod;
+    const uint64_t turn = period % 4;
     // The split way a probe of this turn looks at: 0 `w` itself, 1 the next smaller
-    // stagger, 2 the next larger one.
-    auto neighbour = [turn](uint32_t w) -> uint32_t {
+    // stagger, 2 the next larger one, 3 any: the first way without a sample, else each in
+    // turn (so a way judged under other conditions, or never sampled because the helper
+    // did not copy in the warm-up, is tried again: the neighbours alone could leave the
+    // chooser on one call or on a contended stagger for good).
+    auto probe = [turn, period, this](uint32_t w) -> uint32_t {
+        if (turn == 3) {
+            for (uint32_t v = 1; v < kWays; ++v)
+                if (cost(v) == 0) return v;
+            return 1 + static_cast<uint32_t>((period / 4) % (kWays - 1));
+        }
         if (w == kWhole) return 1;  // no split sampled yet: the first
         if (turn == 1) return w > 1 ? w - 1 : w + 1;
         if (turn == 2) return w + 1 < kWays ? w + 1 : w - 1;
@@ -291,10 +303,10 @@ uint32_t CmaSplitChooser::next() {
     };
     if (split_best) {
         if (pos != kPeriod - 1) return split;
-        return turn == 0 ? kWhole : neighbour(split);
+        return turn == 0 ? kWhole : probe(split);
     }
     if (pos < kPeriod - kProbe) return kWhole;
-    return neighbour(split);
+    return probe(split);
 }
 
 void CmaSplitChooser::record(uint32_t way, size_t bytes, int64_t ns) {
@@ -308,7 +320,9 @@ void CmaSplitChooser::record(uint32_t way, size_t bytes, int64_t ns) {
         // ones: a sample counts at most 4x the average (which still lets a machine that
         // really became slower pull the average up). The way taken moves by 1/8 per
         // copy; a probed one by 1/2, so that the few probes it gets replace an average
-        // left from other conditions (a ping-pong phase before a stream, say).
+        // left from other conditions (a ping-pong phase before a stream, say). In the
+        // warm-up no way is taken yet (best_ is kWays): all move by 1/2, so a first
+        // sample taken cold weighs no more in one way than in another.
         sample = std::min(sample, 4 * old);
         next = way == best_.load(std::memory_order_relaxed) ? old - old / 8 + sample / 8
                                                             : old / 2 + sample / 2;
@@ -350,7 +364,7 @@ bool copy_way(pid_t pid, CmaDir dir, std::span<const iovec> local, std::span<con
     Job j;
     if (h) {
         const uint64_t pages = std::min<uint64_t>(first / 4096 + 1, kKernelPinBatchPages);
-        j.offered = start;
+        j.copy_start = start;
         j.not_before =
             start + static_cast<int64_t>(CmaSplitChooser::kStaggerNsPerPage[way - 1] * pages);
         j.pid = pid;

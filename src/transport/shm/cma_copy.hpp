@@ -8,7 +8,7 @@
 // address space), then copies. Two calls whose remote ranges share a page table and pin
 // at the same moment fight over that lock; under a hypervisor a contended lock parks
 // the waiting vCPU, and the two halves then move less than one call alone. On a 2-vCPU
-// Xeon, 1 MiB cache-hot: one call 22-24 GB/s; two halves started together 12-14 GB/s
+// Xeon, 1 MiB cache-hot: one call 20-24 GB/s; two halves started together 12-14 GB/s
 // (16-18 in softrnic's stream; 49-59 when the buffer happened to straddle a 2 MiB
 // boundary at its middle, each half under its own lock); the helper started 4 us
 // (~35-40 ns per page of the caller's half) after the caller, once the caller's pages
@@ -56,19 +56,22 @@ bool cma_copy(pid_t pid, CmaDir dir, std::span<const iovec> local, std::span<con
 inline constexpr size_t kCmaSplitMin = 256 << 10;
 
 // Picks, per large copy, a way: one call (way 0) or a split whose helper starts its half
-// kStaggerNsPerPage[way - 1] ns per page of the caller's half after the offer (way >= 1;
+// kStaggerNsPerPage[way - 1] ns per page of the caller's half after the copy began (way >= 1;
 // pages counted up to the kernel's pinning batch). It keeps a moving average of ns per MiB
 // per way. The first kWarmup * kWays copies take the ways in turn. Then the cheapest way is
-// taken, and the last copies of every kPeriod probe another way, in a rotation of three:
+// taken, and the last copies of every kPeriod probe another way, in a rotation of four:
 // - best way a split: one copy (the helper is polling anyway) of one call, of the next
-//   smaller stagger, or of the next larger one. The cost over staggers is a cliff (too
-//   early: lock contention) then a slope (too late: idle helper), so probing the two
-//   neighbours keeps the best stagger found as the machine drifts;
+//   smaller stagger, of the next larger one, or of any split way (the first without a
+//   sample, else each in turn). The cost over staggers is a cliff (too early: lock
+//   contention) then a slope (too late: idle helper), so probing the two neighbours keeps
+//   the best stagger found as the machine drifts, and the fourth probe keeps a way judged
+//   under other conditions from being written off for good;
 // - best way one call: a burst of kProbe copies (so that the helper woken by the first
 //   of them is still polling for the rest and their times are its real ones) of the best
-//   split, then of its smaller and larger neighbours.
+//   split, of its smaller and larger neighbours, or of any split way, in the same turns.
 // A split sample counts only when the helper copied its half (a half taken back measured
-// one thread). The way taken moves its average by 1/8 per copy, a probed way by 1/2.
+// one thread). The way taken moves its average by 1/8 per copy, a probed way (and any
+// way during the warm-up) by 1/2.
 //
 // Safe to call from several threads at once: the averages are plain relaxed words, and a
 // sample lost to a race only delays the average. Exposed for tests.
@@ -95,12 +98,13 @@ class CmaSplitChooser {
 
   private:
     std::array<std::atomic<uint64_t>, kWays> ways_{};  // ns per MiB, 0: no sample
-    std::atomic<uint32_t> best_{kWhole};               // the way taken outside probes
+    std::atomic<uint32_t> best_{kWays};  // the way taken outside probes; kWays: warm-up
     std::atomic<uint64_t> copies_{0};
 };
 
-// cma_copy, the way `way` of CmaSplitChooser whatever the mode (a split only from
-// kCmaSplitMin on), timed for nobody; false for a way that does not exist. For tests.
+// cma_copy, the way `way` of CmaSplitChooser (a split only from kCmaSplitMin on, and only
+// where the helper is enabled: not with SOFTRNIC_SHM_COPY_THREADS=1), timed for nobody;
+// false for a way that does not exist. For tests.
 bool cma_copy_way(pid_t pid, CmaDir dir, std::span<const iovec> local,
                   std::span<const iovec> remote, size_t total, uint32_t way);
 
@@ -112,7 +116,8 @@ struct CmaCopyStats {
     uint64_t whole_cost;           // the chooser's averages, ns per MiB (0: no sample yet)
     uint64_t split_cost;           // of its best split way
     uint32_t split_stagger;        // that way's stagger, ns per page
-    int64_t last_helper_delay_ns;  // from the offer to the start of the helper's last call
+    int64_t last_helper_delay_ns;  // from the start of the split copy (the caller's
+                                   // cma_copy) to the start of the helper's last call
 };
 CmaCopyStats cma_copy_stats();
 
