@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/handle_table.hpp"
+#include "transport/transport.hpp"
 
 namespace softrnic::engine {
 
@@ -203,6 +204,8 @@ InvalidateFault StagTable::invalidate(MemEntry &e, uint32_t stag, const Pd *pd, 
         e.parent = nullptr;
     }
     e.gate.leave();
+    // Peers that place writes themselves must stop using the STag too.
+    if (f == InvalidateFault::None) transport::revoke_remote_placement();
     return f;
 }
 

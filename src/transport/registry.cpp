@@ -1,3 +1,4 @@
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -15,6 +16,18 @@ std::vector<LlpClaimer> &claimers() {
     return v;
 }
 }  // namespace
+
+namespace {
+std::atomic<PlacementRevoker> g_revoker{nullptr};
+}  // namespace
+
+void register_placement_revoker(PlacementRevoker revoker) {
+    g_revoker.store(revoker, std::memory_order_release);
+}
+
+void revoke_remote_placement() {
+    if (PlacementRevoker r = g_revoker.load(std::memory_order_acquire)) r();
+}
 
 void register_llp_claimer(LlpClaimer claimer) {
     std::lock_guard lk(claimers_mu());

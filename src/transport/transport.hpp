@@ -101,6 +101,14 @@ class Endpoint {
     virtual RxStatus rx_tagged_acquire(uint32_t stag, uint64_t to, uint64_t len, bool for_read,
                                        IoSpan &out, void *&ref) = 0;
     virtual void rx_tagged_release(void *ref) = 0;
+    // The whole range of the STag that `ref` (from rx_tagged_acquire, still held) pins:
+    // its first tagged offset, its length and the address of that first byte. A transport
+    // that lets its peer place later writes itself grants that range (see
+    // revoke_remote_placement). False: not available, grant nothing.
+    virtual bool rx_tagged_extent(void *ref, uint64_t &to, uint64_t &len, std::byte *&host) {
+        (void)ref, (void)to, (void)len, (void)host;
+        return false;
+    }
     // Untagged message: take the next receive WQE (queue or SRQ), place, finish.
     virtual RxStatus rx_recv_begin(RxRecv &r) = 0;
     virtual RxStatus rx_recv_place(RxRecv &r, uint64_t offset, std::span<const std::byte> data) = 0;
@@ -190,5 +198,17 @@ using LlpClaimer = std::unique_ptr<Channel> (*)(ri_llp_stream_handle_t h, bool &
 void register_llp_claimer(LlpClaimer claimer);
 // Returns the channel for `h`, or nullptr with `known` false when no transport issued it.
 std::unique_ptr<Channel> claim_llp(ri_llp_stream_handle_t h, bool &known, ProgressEngine &progress);
+
+// Placement by the initiator. A transport may let its peers write into this process's
+// memory themselves (shm: the peer's process_vm_writev), within STag ranges this engine
+// validated for their connection (Endpoint::rx_tagged_extent). Whatever changes what an
+// STag or a QP accepts (invalidate, bind, fast-register, dereg, rereg, dealloc, a QP's
+// receive side closing or losing RDMA Write) calls revoke_remote_placement() once the
+// change is visible to new local checks: every grant is withdrawn, and the peers' writes
+// already under way have finished when it returns. Without a registered revoker (no such
+// transport linked, or no grant ever given) it is one atomic load.
+using PlacementRevoker = void (*)();
+void register_placement_revoker(PlacementRevoker revoker);
+void revoke_remote_placement();
 
 }  // namespace softrnic::transport

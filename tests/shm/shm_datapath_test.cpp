@@ -808,6 +808,166 @@ TEST_P(ShmParked, WriteReachesATargetWhoseThreadIsParked) {
 INSTANTIATE_TEST_SUITE_P(Transports, ShmParked, ::testing::Values(Xport::Shm, Xport::ShmNoCma),
                          [](const auto &i) { return std::string(xname(i.param)); });
 
+// ---------------------------------------------------------------------------------------
+// Placement by the initiator. An application that polls memory and not its CQ (dtest -W,
+// perftest, MPI eager RDMA paths) runs none of our code between its posts, so a write in
+// its ring waited for its progress thread to wake (dtest -W 8 B: 60-75 us one-way on a
+// 2-vCPU VM). Once the target's engine has validated a write to an STag and its progress
+// thread (not an application's CQ poll) took it, the target grants the STag's range to its
+// peer, which places its next isolated writes there itself with one process_vm_writev.
+// Changing what the STag accepts (dereg, invalidate, ...) withdraws the grant first.
+
+class ShmDirect : public ::testing::Test {
+  protected:
+    static constexpr size_t kLen = 256;
+    static constexpr uint32_t kRounds = 40;
+    Buf tx{kLen}, rx{kLen};
+    Rnic ra{"da"}, rb{"db"};
+    Qp *a = nullptr, *b = nullptr;
+    Mr *mt = nullptr, *mr = nullptr;
+    uint32_t next = 1;
+
+    void SetUp() override {
+        ASSERT_TRUE(ra.ok() && rb.ok());
+        a = ra.new_qp();
+        b = rb.new_qp();
+        ASSERT_TRUE(a && b);
+        mt = ra.reg(tx, kLocalRW);
+        mr = rb.reg(rx, kAllRemote);
+        ASSERT_TRUE(mt && mr);
+    }
+    // One write of `len` bytes at `off` into rx, completed at A; B's application only
+    // watches the last byte (nothing polls B's CQ unless the test does), then checks the
+    // rest. A pause first, so that the write is an isolated one (a ping-pong's).
+    void round(size_t off, size_t len) {
+        const uint32_t k = next++;
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        pp_prepare(tx.data(), len, pp_fill(k), pp_last(k));
+        ri_data_seg_t s = sge(tx.data(), static_cast<uint32_t>(len), mt->ltag);
+        ASSERT_EQ(post_write(a, kSig, k, &s, 1, rx.va() + off, mr->rtag), RI_RET_SUCCESS);
+        ri_rc_wc_t wc{};
+        ASSERT_TRUE(poll_one(ra, a->scq, &wc)) << "round " << k;
+        ASSERT_EQ(wc.op_status, RI_WC_STATUS_SUCCESS) << "round " << k;
+        ASSERT_TRUE(pp_wait_last(rx.data() + off, len, pp_last(k)))
+            << "round " << k << ": the write never arrived";
+        ASSERT_EQ(pp_check(rx.data() + off, len, pp_fill(k)), SIZE_MAX)
+            << "round " << k << ": the last byte arrived before the rest";
+    }
+    // A write the target must refuse (its STag no longer stands): A's QP ends in Error with
+    // the target's Terminate, and rx is untouched.
+    void refused_write() {
+        [[maybe_unused]] CrossProcessAccess unordered_for_tsan;
+        std::vector<uint8_t> snap(rx.data(), rx.data() + kLen);
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        std::memset(tx.data(), 0x5A, kLen);
+        ri_data_seg_t s = sge(tx.data(), static_cast<uint32_t>(kLen), mt->ltag);
+        ASSERT_EQ(post_write(a, kSig, 999, &s, 1, rx.va(), mr->rtag), RI_RET_SUCCESS);
+        ri_rc_wc_t wc = must_poll(ra, a->scq);
+        EXPECT_EQ(wc.id, 999u);
+        EXPECT_TRUE(wait_event(ra, RI_EVENT_QP_TERMINATE_MESSAGE_RECEIVED, a->os()))
+            << ra.rec.describe_events();
+        EXPECT_TRUE(wait_state(a, RI_QP_STATE_ERROR));
+        EXPECT_EQ(first_diff(rx.data(), snap.data(), kLen), SIZE_MAX)
+            << "a write through a withdrawn STag reached the target's memory";
+        EXPECT_TRUE(rx.guards_intact());
+    }
+};
+
+TEST_F(ShmDirect, WritesIntoATargetPollingMemoryArePlacedByTheInitiator) {
+    ASSERT_NO_FATAL_FAILURE(bring_up(a, b, Xport::Shm));
+    const uint64_t direct0 = shm::stats().direct_writes;
+    // Sizes up to the largest placed directly, at offsets across the region.
+    const size_t sizes[] = {1, 8, 63, kLen};
+    for (uint32_t i = 0; i < kRounds; ++i) {
+        size_t len = sizes[i % 4];
+        ASSERT_NO_FATAL_FAILURE(round((i * 37) % (kLen - len + 1), len));
+    }
+    const uint64_t direct = shm::stats().direct_writes - direct0;
+    std::printf(
+        "[ shm      ] %u isolated writes into a process polling memory: %lu placed by "
+        "the initiator\n",
+        kRounds, static_cast<unsigned long>(direct));
+    // The first goes through the ring (nothing granted yet); a round whose target thread
+    // had not yet published its consumption goes there too.
+    EXPECT_GE(direct, kRounds / 2) << "the initiator never placed a write itself";
+}
+
+TEST_F(ShmDirect, NoGrantWithoutCma) {
+    ASSERT_NO_FATAL_FAILURE(bring_up(a, b, Xport::ShmNoCma));
+    const uint64_t direct0 = shm::stats().direct_writes;
+    for (uint32_t i = 0; i < 8; ++i)
+        ASSERT_NO_FATAL_FAILURE(round(0, kLen));
+    EXPECT_EQ(shm::stats().direct_writes, direct0);
+}
+
+// B first polls memory only (A places its writes), then its application polls its CQ: B
+// must ask for its ring back although A's writes no longer show up there to tell it.
+TEST_F(ShmDirect, ATargetPollingItsCqGetsItsWritesThroughTheRing) {
+    ASSERT_NO_FATAL_FAILURE(bring_up(a, b, Xport::Shm));
+    const uint64_t before = shm::stats().direct_writes;
+    for (uint32_t i = 0; i < 8; ++i)
+        ASSERT_NO_FATAL_FAILURE(round(0, 8));
+    ASSERT_GT(shm::stats().direct_writes, before) << "B never polled memory only";
+    std::atomic<bool> stop{false};
+    std::thread poller([&] {
+        while (!stop.load(std::memory_order_acquire)) {
+            ri_wc_t w;
+            uint_t n = 1;
+            poll_raw(rb, b->rcq, &w, &n);
+        }
+    });
+    struct Stop {
+        std::atomic<bool> &s;
+        std::thread &t;
+        ~Stop() {
+            s.store(true, std::memory_order_release);
+            t.join();
+        }
+    } stop_poller{stop, poller};
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // B's thread parks
+    const uint64_t direct0 = shm::stats().direct_writes;
+    for (uint32_t i = 0; i < kRounds; ++i)
+        ASSERT_NO_FATAL_FAILURE(round(0, 8));
+    const uint64_t direct = shm::stats().direct_writes - direct0;
+    // The ring is faster when B's poller takes the entry at once. B's thread may still
+    // take one now and then (the poller off its CPU); 64 polls later B asks for the ring
+    // again.
+    EXPECT_LT(direct, kRounds / 4) << "writes to a CQ-polling target skipped its ring";
+}
+
+TEST_F(ShmDirect, DeregWithdrawsTheGrant) {
+    ASSERT_NO_FATAL_FAILURE(bring_up(a, b, Xport::Shm));
+    const uint64_t direct0 = shm::stats().direct_writes;
+    for (uint32_t i = 0; i < 8; ++i)
+        ASSERT_NO_FATAL_FAILURE(round(0, kLen));
+    ASSERT_GT(shm::stats().direct_writes, direct0) << "no grant to withdraw";
+    const uint64_t direct1 = shm::stats().direct_writes;
+    ASSERT_EQ(rb.destroy(mr), RI_RET_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(refused_write());
+    EXPECT_EQ(shm::stats().direct_writes, direct1);
+}
+
+TEST_F(ShmDirect, LocalInvalidateWithdrawsTheGrant) {
+    ASSERT_NO_FATAL_FAILURE(bring_up(a, b, Xport::Shm));
+    const uint64_t direct0 = shm::stats().direct_writes;
+    for (uint32_t i = 0; i < 8; ++i)
+        ASSERT_NO_FATAL_FAILURE(round(0, kLen));
+    ASSERT_GT(shm::stats().direct_writes, direct0) << "no grant to withdraw";
+    const uint64_t direct1 = shm::stats().direct_writes;
+    ri_wr_t li{};
+    li.wr_li.type = RI_WR_TYPE_LOCAL_INVALIDATE_MR;
+    li.wr_li.flags = F(kSig);
+    li.wr_li.id = 7;
+    li.wr_li.ltag = mr->ltag;
+    li.wr_li.rtag = mr->rtag;
+    li.wr_li.mrw_handle.mr_handle = mr->h;
+    ASSERT_EQ(post_wr(b, &li), RI_RET_SUCCESS);
+    ri_rc_wc_t wc = must_poll(rb, b->scq);
+    ASSERT_EQ(wc.op_status, RI_WC_STATUS_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(refused_write());
+    EXPECT_EQ(shm::stats().direct_writes, direct1);
+}
+
 // An inline poll that takes entries leaves publishing its consumption (the ring index and
 // the peer's doorbell check) to its next pass, so the completion reaches the application
 // first. That next pass must publish even though it finds nothing new: otherwise the

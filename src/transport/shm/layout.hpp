@@ -3,8 +3,9 @@
 // Each end of a connection creates one segment (a sealed memfd) and maps its peer's. A
 // segment holds what flows INTO its owner:
 //
-//   [0, 4 KiB)        SegHeader: identity, the CMA probe word, and three control words on
-//                     cache lines of their own (need_wake, req_cons, resp_cons)
+//   [0, 4 KiB)        SegHeader: identity, the CMA probe word, three control words on
+//                     cache lines of their own (need_wake, req_cons, resp_cons), and the
+//                     owner's placement grants (see below)
 //   req ring          kReqSlots x 64 B: requests (sends, writes, read requests, atomics),
 //                     produced by the peer's posting thread
 //   resp ring         kRespSlots x 64 B: responses and control (acks, read data, atomic
@@ -22,6 +23,19 @@
 //
 // Every shared word is accessed through std::atomic_ref with an explicit order; nothing
 // read from the peer's memory is trusted (sizes and indices are validated before use).
+//
+// Placement grants. An application that polls memory instead of its CQ (dtest -W, MPI
+// eager RDMA paths, perftest) runs no code of ours between its posts, so nothing would
+// take a peer's RDMA Write out of its req ring until its progress thread woke. The owner
+// therefore lets the peer place small writes itself (process_vm_writev) into ranges the
+// owner's engine has validated for this connection: after placing a write from the ring
+// it publishes the STag's whole range as a Grant (a seqlock: `seq` odd while rewritten),
+// stamped with `grant_gen`. The owner bumps grant_gen whenever what its STags or its QP
+// accept changes, then waits until `direct_inflight` (the peer's writes under way) is 0;
+// the peer increments direct_inflight, re-reads grant_gen and writes only when the grant's
+// generation still stands (both sides sequentially consistent: a Dekker pair). The owner
+// sets `direct_hint` while its rings are served by its progress thread rather than by an
+// application polling its CQ: the peer places directly only then.
 #pragma once
 
 #include <atomic>
@@ -31,7 +45,7 @@
 namespace softrnic::transport::shm::layout {
 
 inline constexpr uint64_t kMagic = 0x314d48534e524f53ull;  // "SORNSHM1"
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;
 
 inline constexpr size_t kSlot = 64;
 inline constexpr uint32_t kReqSlots = 256;
@@ -52,14 +66,29 @@ inline constexpr uint32_t kInlineMax = 1024;
 // Local spans an operation may carry (engine: 8 SGEs, +1 for the atomic result).
 inline constexpr uint32_t kMaxIov = 9;
 
+inline constexpr uint32_t kGrantSlots = 4;
+
+struct Grant {
+    uint32_t seq;   // odd while the owner rewrites the slot
+    uint32_t stag;  // the STag the range belongs to (index and key)
+    uint64_t gen;   // grant_gen when the owner's engine validated it
+    uint64_t to;    // first tagged offset
+    uint64_t len;   // bytes from `to`
+    uint64_t addr;  // the owner's address of the byte at `to`
+};
+
 struct SegHeader {
     uint64_t magic;
     uint32_t version;
     uint32_t size;
     uint64_t probe;  // random value; the peer reads it with process_vm_readv to probe CMA
-    alignas(64) uint32_t need_wake;  // owner: "my progress thread sleeps, signal me"
-    alignas(64) uint64_t req_cons;   // owner: slots of the req ring consumed so far
-    alignas(64) uint64_t resp_cons;  // owner: slots of the resp ring consumed so far
+    alignas(64) uint32_t need_wake;        // owner: "my progress thread sleeps, signal me"
+    alignas(64) uint64_t req_cons;         // owner: slots of the req ring consumed so far
+    alignas(64) uint64_t resp_cons;        // owner: slots of the resp ring consumed so far
+    alignas(64) uint32_t direct_hint;      // owner: "my application polls no CQ; place yourself"
+    alignas(64) uint64_t grant_gen;        // owner: grants of another generation are void
+    Grant grants[kGrantSlots];             // owner
+    alignas(64) uint32_t direct_inflight;  // peer: its direct writes under way
 };
 static_assert(sizeof(SegHeader) <= kHeaderBytes);
 

@@ -50,6 +50,7 @@ struct Counters {
     std::atomic<uint64_t> cma_links{0};
     std::atomic<uint64_t> doorbells{0};
     std::atomic<uint64_t> stall_doorbells{0};
+    std::atomic<uint64_t> direct_writes{0};
 };
 Counters &counters();
 

@@ -106,6 +106,9 @@ struct Stats {
     // Of which sent because the peer had left what we gave it unconsumed for a while
     // (its progress thread parked while its application polled memory, not its CQ).
     uint64_t stall_doorbells_sent = 0;
+    // RDMA Writes this process placed into a peer's memory itself (process_vm_writev under
+    // the peer's grant) because the peer's application was not polling its CQ.
+    uint64_t direct_writes = 0;
 };
 Stats stats();
 

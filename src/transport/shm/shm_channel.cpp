@@ -66,6 +66,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -111,6 +112,36 @@ constexpr size_t kCmaStage = L::kBounceChunks * L::kBounceChunk;
 // polling memory, the peer's thread parked) paid this once per trip (8 B one-way 15-60 us
 // at 30 us, 12-19 us at 5 us); a doorbell is one non-blocking send() per stall.
 constexpr int64_t kPeerStallNs = 5'000;
+// Placement by the initiator (layout.hpp, "Placement grants"). We place a small RDMA Write
+// into the peer's memory ourselves only when our last kDirectAfterGaps posts on the
+// connection each came at least kDirectMinGapNs after the one before: a ping-pong over
+// memory (one write per round trip, each side spinning on a byte) then needs no progress
+// thread at the target, while a stream of writes, which the target's thread drains from
+// the ring in batches faster than one system call each, stays on the ring even where the
+// poster paused once (a yield on an empty CQ).
+constexpr int64_t kDirectMinGapNs = 1'000;
+constexpr uint32_t kDirectAfterGaps = 2;
+// Largest write placed that way: the copy runs in the poster's call (about 3 us at 64 KiB),
+// where the ring path's target would pull it with one copy of its own anyway.
+constexpr uint64_t kDirectMax = 64 << 10;
+// SOFTRNIC_SHM_DIRECT_WRITES=0: neither grant nor place (every write through the ring, as
+// before grants existed), for comparisons and as a way out. Read once.
+bool direct_writes_enabled() {
+    static const bool on = [] {
+        const char *v = std::getenv("SOFTRNIC_SHM_DIRECT_WRITES");
+        return !(v && std::strcmp(v, "0") == 0);
+    }();
+    return on;
+}
+// Empty progress passes of an application polling its CQ, with none of its own operations
+// on this connection outstanding, after which we ask the peer to use our ring again,
+// though none of its entries arrived to show that we poll (its writes were placed
+// directly). An application that polls memory and now and then its CQ for one completion
+// (dtest -W: every tenth write) makes a pass or two per completion.
+constexpr uint32_t kPollsBeforeRingHint = 64;
+// How long a revocation waits for a peer's direct write that never ends (a peer process
+// stopped inside the system call); a live one takes microseconds.
+constexpr int64_t kRevokeWaitNs = 1'000'000'000;
 
 // ThreadSanitizer cannot see that two mappings of one segment (both ends in one process)
 // are the same memory: every release/acquire on a segment also releases/acquires a key
@@ -413,6 +444,13 @@ struct TargetOp {
 
 enum class ChunkUse : uint8_t { Free, Pull, Push };
 
+// Cores that have given their peer placement grants; a revocation walks them.
+class Core;
+std::mutex g_grant_mu;
+std::vector<Core *> g_granting;         // guarded by g_grant_mu
+std::atomic<uint32_t> g_granting_n{0};  // its size, read without the lock
+void revoke_all_grants();
+
 class Core final : public ProgressSource {
   public:
     Core(std::unique_ptr<Link> link, ProgressEngine &pe) : link_(std::move(link)), pe_(pe) {
@@ -433,6 +471,7 @@ class Core final : public ProgressSource {
         token_ = pe_.add(this, /*memory_polled=*/true);
     }
     ~Core() override {
+        leave_grants();
         if (token_.valid()) pe_.remove(token_);
         std::atomic_ref<uint32_t>(me_->need_wake).store(0, std::memory_order_relaxed);
     }
@@ -449,6 +488,7 @@ class Core final : public ProgressSource {
     void shutdown_owner() {
         if (attached_.load(std::memory_order_acquire) && !detached_.load(std::memory_order_acquire))
             detach();
+        leave_grants();
         if (token_.valid()) {
             pe_.remove(token_);
             token_ = {};
@@ -463,6 +503,9 @@ class Core final : public ProgressSource {
 
     void progress(uint32_t events) override;
     bool arm_wakeup() override;
+    // Voids every grant this end gave its peer and waits until the peer's direct writes
+    // under way are done (layout.hpp). Any thread.
+    void revoke_grants();
     void disarm_wakeup() override {
         std::atomic_ref<uint32_t>(me_->need_wake).store(0, std::memory_order_relaxed);
     }
@@ -475,6 +518,14 @@ class Core final : public ProgressSource {
     void notify_peer();
     bool peer_stalled();
     void ring_stalled_peer();
+
+    // placement grants: as initiator
+    bool try_direct_write(const OutboundOp &op);
+    // as target (progress only, except leave_grants)
+    uint64_t grant_generation();
+    void grant(uint32_t stag, void *ref, uint64_t gen);
+    void set_hint(uint32_t v);
+    void leave_grants();
 
     // tx
     bool emit_request(const EntryFields &r, std::span<const IoSpan> local, uint32_t seq,
@@ -558,6 +609,21 @@ class Core final : public ProgressSource {
     int64_t stall_since_ns_ = 0;
     uint32_t stall_calls_ = 0;  // progress calls since the wait began (clock read every 16th)
     bool stall_rung_ = false;
+
+    // Placement grants, target side. granting_: in g_granting (written under g_grant_mu).
+    bool granting_ = false;
+    struct GrantMemo {
+        uint32_t stag = 0;
+        uint64_t gen = ~uint64_t{0};
+    };
+    std::array<GrantMemo, L::kGrantSlots> grant_memo_{};  // progress only: what each slot holds
+    uint32_t next_grant_ = 0;                             // progress only
+    uint32_t hint_ = 0;        // progress only: our direct_hint as last written
+    uint32_t idle_polls_ = 0;  // progress only: empty inline passes while hint_ is set
+    // Initiator side, the posting thread: when its last post (seen while the peer wanted
+    // direct writes) ended, and how many posts in a row came a long gap after the one before.
+    int64_t last_post_ns_ = 0;
+    uint32_t long_gaps_ = 0;
 };
 
 // ----------------------------------------------------------------------------- tx side
@@ -628,6 +694,177 @@ void Core::ring_stalled_peer() {
     [[maybe_unused]] ssize_t r = ::send(link_->sock, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
     counters().doorbells.fetch_add(1, std::memory_order_relaxed);
     counters().stall_doorbells.fetch_add(1, std::memory_order_relaxed);
+}
+
+// ------------------------------------------------------------------ placement grants
+
+namespace {
+// A grant slot as one consistent copy (the owner may be rewriting it: seqlock).
+struct GrantCopy {
+    uint32_t stag = 0;
+    uint64_t gen = 0, to = 0, len = 0, addr = 0;
+};
+bool read_grant(L::Grant &g, GrantCopy &out) {
+    uint32_t s1 = std::atomic_ref<uint32_t>(g.seq).load(std::memory_order_acquire);
+    if (s1 & 1) return false;
+    out.stag = std::atomic_ref<uint32_t>(g.stag).load(std::memory_order_relaxed);
+    out.gen = std::atomic_ref<uint64_t>(g.gen).load(std::memory_order_relaxed);
+    out.to = std::atomic_ref<uint64_t>(g.to).load(std::memory_order_relaxed);
+    out.len = std::atomic_ref<uint64_t>(g.len).load(std::memory_order_relaxed);
+    out.addr = std::atomic_ref<uint64_t>(g.addr).load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return std::atomic_ref<uint32_t>(g.seq).load(std::memory_order_relaxed) == s1;
+}
+}  // namespace
+
+// A small RDMA Write placed into the peer's memory by us (one process_vm_writev), instead
+// of an entry its progress thread would have to wake up for. Only when the peer says its
+// application polls no CQ (direct_hint), our posts come apart (a ping-pong, not a
+// stream), every request we gave the peer before has been consumed (so the write is
+// ordered after them, as on the ring: an earlier Send with Invalidate, say), and the peer
+// granted a range of that STag that holds the whole write. False: use the ring (which
+// also reports any error: the target validates again there).
+bool Core::try_direct_write(const OutboundOp &op) {
+    if (op.kind != OpKind::RdmaWrite || op.length == 0 || op.length > kDirectMax || !link_->cma ||
+        op.local.size() > L::kMaxIov || !direct_writes_enabled())
+        return false;
+    if (std::atomic_ref<uint32_t>(peer_->direct_hint).load(std::memory_order_relaxed) == 0)
+        return false;
+    // Gaps are measured from the end of the previous post (a direct one takes longer than
+    // the gap itself: from its start, a stream would keep itself direct).
+    const int64_t now = engine::mono_ns();
+    const bool long_gap = now - last_post_ns_ >= kDirectMinGapNs;
+    last_post_ns_ = now;
+    long_gaps_ = long_gap ? long_gaps_ + 1 : 0;
+    if (long_gaps_ < kDirectAfterGaps) return false;
+    // Acquire: the peer's handling of what it consumed (an invalidation, say, and the
+    // grant_gen bump that came with it) is then visible to us. Our responses (acks, read
+    // data) go through the other ring, whose order with our requests the peer's progress
+    // never kept (it takes responses first in each pass): they need not be consumed.
+    if (req_tx_.published() != load_acquire(peer_->req_cons)) return false;
+    GrantCopy g;
+    bool found = false;
+    for (L::Grant &slot : peer_->grants) {
+        if (!read_grant(slot, g) || g.stag != op.remote_stag) continue;
+        // [to, to + length) inside [g.to, g.to + g.len), written so that nothing wraps.
+        if (op.remote_to >= g.to && op.length <= g.len &&
+            op.remote_to - g.to <= g.len - op.length) {
+            found = true;
+            break;
+        }
+    }
+    if (!found) return false;
+    std::array<iovec, L::kMaxIov> local;
+    size_t nlocal = 0;
+    for (const IoSpan &s : op.local)
+        if (s.len) local[nlocal++] = {s.ptr, static_cast<size_t>(s.len)};
+    // The last byte in a segment of its own, copied after the rest: an application polls
+    // it to learn that the write arrived (the kernel copies the segments in order, and a
+    // string copy's stores are not reordered with later stores).
+    const uintptr_t dst = static_cast<uintptr_t>(g.addr + (op.remote_to - g.to));
+    std::array<iovec, 2> remote;
+    size_t nremote = 0;
+    if (op.length > 1)
+        remote[nremote++] = {reinterpret_cast<void *>(dst), static_cast<size_t>(op.length - 1)};
+    remote[nremote++] = {reinterpret_cast<void *>(dst + op.length - 1), 1};
+    // Announce the write, then check that the grant still stands: the owner bumps
+    // grant_gen first and then waits for direct_inflight to drop (the Dekker pair).
+    std::atomic_ref<uint32_t> inflight(peer_->direct_inflight);
+    inflight.fetch_add(1, std::memory_order_seq_cst);
+    bool ok = false;
+    if (std::atomic_ref<uint64_t>(peer_->grant_gen).load(std::memory_order_seq_cst) == g.gen &&
+        !peer_gone_.load(std::memory_order_acquire) && link_->peer_alive()) {
+        ssize_t n =
+            ::process_vm_writev(link_->peer_pid, local.data(), nlocal, remote.data(), nremote, 0);
+        ok = n == static_cast<ssize_t>(op.length);
+    }
+    inflight.fetch_sub(1, std::memory_order_release);
+    last_post_ns_ = engine::mono_ns();
+    if (ok) counters().direct_writes.fetch_add(1, std::memory_order_relaxed);
+    return ok;
+}
+
+// The generation a grant made from here on is stamped with. Read before the engine
+// validates the STag (rx_tagged_acquire): a revocation after this read voids the grant;
+// one before it was also before the validation, which therefore saw the change. Joining
+// g_granting first makes every later revocation reach us.
+uint64_t Core::grant_generation() {
+    if (!granting_) {
+        std::lock_guard lk(g_grant_mu);
+        g_granting.push_back(this);
+        granting_ = true;
+        g_granting_n.fetch_add(1, std::memory_order_seq_cst);
+    }
+    return std::atomic_ref<uint64_t>(me_->grant_gen).load(std::memory_order_seq_cst);
+}
+
+// Publishes the whole range of the STag `ref` pins, as validated for this connection,
+// under generation `gen` (see grant_generation); slots are reused in turn.
+void Core::grant(uint32_t stag, void *ref, uint64_t gen) {
+    for (const GrantMemo &m : grant_memo_)
+        if (m.stag == stag && m.gen == gen) return;  // already there
+    // A stream closed after `gen` was read bumped it when it closed (revoke_grants), and
+    // that bump is visible here if the close is.
+    if (!rx_open_.load(std::memory_order_acquire)) return;
+    uint64_t to = 0, len = 0;
+    std::byte *host = nullptr;
+    if (!ep_->rx_tagged_extent(ref, to, len, host) || len == 0) return;
+    const uint32_t i = next_grant_;
+    next_grant_ = (next_grant_ + 1) % L::kGrantSlots;
+    L::Grant &g = me_->grants[i];
+    std::atomic_ref<uint32_t> seq(g.seq);
+    const uint32_t s = seq.load(std::memory_order_relaxed);
+    seq.store(s + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    std::atomic_ref<uint32_t>(g.stag).store(stag, std::memory_order_relaxed);
+    std::atomic_ref<uint64_t>(g.gen).store(gen, std::memory_order_relaxed);
+    std::atomic_ref<uint64_t>(g.to).store(to, std::memory_order_relaxed);
+    std::atomic_ref<uint64_t>(g.len).store(len, std::memory_order_relaxed);
+    std::atomic_ref<uint64_t>(g.addr).store(reinterpret_cast<uintptr_t>(host),
+                                            std::memory_order_relaxed);
+    seq.store(s + 2, std::memory_order_release);
+    grant_memo_[i] = {stag, gen};
+}
+
+void Core::set_hint(uint32_t v) {
+    idle_polls_ = 0;
+    if (v == hint_) return;
+    hint_ = v;
+    std::atomic_ref<uint32_t>(me_->direct_hint).store(v, std::memory_order_relaxed);
+}
+
+void Core::revoke_grants() {
+    std::atomic_ref<uint64_t>(me_->grant_gen).fetch_add(1, std::memory_order_seq_cst);
+    std::atomic_ref<uint32_t> inflight(me_->direct_inflight);
+    int64_t give_up = 0;
+    for (uint32_t spins = 0; inflight.load(std::memory_order_seq_cst) != 0; ++spins) {
+        if (spins < 64) {
+            engine::cpu_relax();
+            continue;
+        }
+        // A peer that died inside its write never decrements.
+        if (peer_gone_.load(std::memory_order_acquire) || !link_ || !link_->peer_alive()) break;
+        const int64_t now = engine::mono_ns();
+        if (give_up == 0) give_up = now + kRevokeWaitNs;
+        if (now > give_up) break;
+        std::this_thread::yield();
+    }
+}
+
+void Core::leave_grants() {
+    std::lock_guard lk(g_grant_mu);
+    if (!granting_) return;
+    revoke_grants();
+    std::erase(g_granting, this);
+    granting_ = false;
+    g_granting_n.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void revoke_all_grants() {
+    if (g_granting_n.load(std::memory_order_seq_cst) == 0) return;
+    std::lock_guard lk(g_grant_mu);
+    for (Core *c : g_granting)
+        c->revoke_grants();
 }
 
 bool Core::emit_request(const EntryFields &r, std::span<const IoSpan> local, uint32_t seq,
@@ -731,6 +968,10 @@ bool Core::submit_now(const OutboundOp &op, OpResult &out) {
         unsent_.load(std::memory_order_acquire) != 0 ||
         unreported_.load(std::memory_order_acquire) != 0 || closed_.load(std::memory_order_acquire))
         return false;
+    if (try_direct_write(op)) {
+        out = {OpOutcome::Done, {}};
+        return true;
+    }
     bool broken = false;
     if (emit_request(fields_of(op, true), op.local, 0, broken)) {
         notify_peer();
@@ -745,6 +986,12 @@ OpResult Core::submit(const OutboundOp &op) {
     bool small = is_small_inline(op);
     bool fits = op.local.size() <= L::kMaxIov;
     if (OpResult now; submit_now(op, now)) return now;
+    // A larger write may still be placed by us, with nothing of ours outstanding (as in
+    // submit_now: unsent_ == 0 also means we may produce into the req ring).
+    if (!small && op.kind == OpKind::RdmaWrite && unsent_.load(std::memory_order_acquire) == 0 &&
+        unreported_.load(std::memory_order_acquire) == 0 &&
+        !closed_.load(std::memory_order_acquire) && try_direct_write(op))
+        return {OpOutcome::Done, {}};
     std::unique_lock lk(mu_);
     if (closed_.load(std::memory_order_acquire) || detached_.load(std::memory_order_acquire))
         return finish_now_locked({OpOutcome::Disconnected, {}});
@@ -1038,11 +1285,16 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
         case L::Type::WriteInline: {
             if (h.len > L::kInlineMax) return protocol_error(), false;
             if (h.len > 0) {
+                // With CMA the peer may place its next writes to this STag itself.
+                const bool may_grant =
+                    link_->cma && !(h.flags & L::kFlagImmediate) && direct_writes_enabled();
+                const uint64_t gen = may_grant ? grant_generation() : 0;
                 IoSpan dst{};
                 void *ref = nullptr;
                 RxStatus st = ep_->rx_tagged_acquire(h.stag, h.a, h.len, false, dst, ref);
                 if (!st.ok) return target_failed(st.term, true, h.stag, h.a), false;
                 place_last_byte_last(dst.ptr, payload, h.len);
+                if (may_grant) grant(h.stag, ref, gen);
                 ep_->rx_tagged_release(ref);
             }
             if (h.flags & L::kFlagImmediate) {
@@ -1069,8 +1321,13 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
                 if (!st.ok) return target_failed(st.term, false, 0, 0), false;
                 t.recv_open = true;
             } else {
+                // As for WriteInline: the peer may place its next writes here itself.
+                const bool may_grant =
+                    link_->cma && !(h.flags & L::kFlagImmediate) && direct_writes_enabled();
+                const uint64_t gen = may_grant ? grant_generation() : 0;
                 RxStatus st = ep_->rx_tagged_acquire(h.stag, h.a, h.b, false, t.mem, t.ref);
                 if (!st.ok) return target_failed(st.term, true, h.stag, h.a), false;
+                if (may_grant) grant(h.stag, t.ref, gen);
             }
             t.active = true;
             if (!link_->cma) {
@@ -1443,6 +1700,12 @@ bool Core::quick_check(uint32_t events) const {
 void Core::progress(uint32_t events) {
     if (!attached_.load(std::memory_order_acquire)) return;
     if (peer_stalled()) ring_stalled_peer();
+    // An application polling its CQ again, while the peer places its writes itself. Not
+    // one waiting for its own operation's completion (it goes back to polling memory
+    // then: dtest -W waits so for each signalled write, which the peer's ring path acks).
+    if (hint_ != 0 && ProgressEngine::inline_poll_context() &&
+        unreported_.load(std::memory_order_acquire) == 0 && ++idle_polls_ >= kPollsBeforeRingHint)
+        set_hint(0);
     // Inline pollers call this on every empty CQ poll: a few loads when idle.
     if (!quick_check(events)) return;
     pe_.note_work();
@@ -1464,7 +1727,12 @@ void Core::progress(uint32_t events) {
     if (engine::GateScope in_ep(ep_gate_); in_ep) {
         // Responses first (they free our records and chunks), then requests in order.
         took |= process_resp();
-        took |= process_req();
+        const bool took_req = process_req();
+        took |= took_req;
+        // Who serves our req ring tells the peer whether to place its writes itself: our
+        // progress thread (the application polls memory, or nothing), or an application
+        // polling its CQ, which would find the ring entries at once.
+        if (took_req && link_->cma) set_hint(ProgressEngine::inline_poll_context() ? 0 : 1);
         if (peer_close_seen_ && !told_closed_) {
             // Graceful close: deliver what was sent before it. An operation the target
             // was pulling can no longer complete (the peer flushed it when it closed).
@@ -1525,6 +1793,7 @@ void Core::progress(uint32_t events) {
 void Core::stream_end(CloseKind kind) {
     closed_.store(true, std::memory_order_release);
     rx_open_.store(false, std::memory_order_release);
+    revoke_grants();
     {
         std::lock_guard lk(mu_);
         fail_all_locked({OpOutcome::Disconnected, {}});
@@ -1581,6 +1850,7 @@ bool Core::arm_wakeup() {
 void Core::terminate(TerminateCode code, std::span<const uint8_t> msg) {
     rx_open_.store(false, std::memory_order_release);
     closed_.store(true, std::memory_order_release);
+    revoke_grants();
     {
         std::lock_guard lk(mu_);
         fail_all_locked({OpOutcome::Disconnected, {}});
@@ -1598,6 +1868,7 @@ void Core::terminate(TerminateCode code, std::span<const uint8_t> msg) {
 void Core::close(CloseKind kind) {
     rx_open_.store(false, std::memory_order_release);
     closed_.store(true, std::memory_order_release);
+    revoke_grants();
     {
         std::lock_guard lk(mu_);
         fail_all_locked({OpOutcome::Disconnected, {}});
@@ -1618,6 +1889,7 @@ void Core::detach() {
     detached_.store(true, std::memory_order_release);
     rx_open_.store(false, std::memory_order_release);
     closed_.store(true, std::memory_order_release);
+    revoke_grants();
     ep_gate_.shut_no_wait();
     // Endpoint calls are short (one copy at most). Our own progress pass may be the caller,
     // from inside the gate: it cannot wait for itself.
@@ -1694,6 +1966,7 @@ std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, bool &mine, ProgressEng
 
 void ensure_registered() {
     register_llp_claimer(&claim);
+    register_placement_revoker(&revoke_all_grants);
 }
 
 int register_unclaimed(std::unique_ptr<Link> link) {

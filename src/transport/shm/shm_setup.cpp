@@ -36,7 +36,8 @@ Stats stats() {
             c.mapped_bytes.load(std::memory_order_relaxed),
             c.cma_links.load(std::memory_order_relaxed),
             c.doorbells.load(std::memory_order_relaxed),
-            c.stall_doorbells.load(std::memory_order_relaxed)};
+            c.stall_doorbells.load(std::memory_order_relaxed),
+            c.direct_writes.load(std::memory_order_relaxed)};
 }
 
 Mode mode_from_env() {
