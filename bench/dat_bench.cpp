@@ -565,6 +565,10 @@ PhaseResult DatSession::write_lat(uint64_t n) {
     std::atomic_ref<unsigned char> recv_flag(buf_->data[slot_ + size_ - 1]);
     auto wait_flag = [&](unsigned char v) {
         while (recv_flag.load(std::memory_order_acquire) != v) {
+            if (wait_.lat_memory) {
+                spin.spin();
+                continue;
+            }
             // Dequeue our own write completions too (and give a transport that progresses
             // inside the provider's CQ poll its chance), as softrnic bench does with
             // ri_cq_poll.
@@ -575,6 +579,12 @@ PhaseResult DatSession::write_lat(uint64_t n) {
         }
         spin.progressed();
     };
+    // --lat-wait memory: our write's completion at once, as dtest -W takes it.
+    auto own_completion = [&] {
+        if (!wait_.lat_memory) return;
+        while (!dq(req_))
+            spin.spin();
+    };
     auto t_start = Clock::now();
     for (uint64_t i = 0; i < n; ++i) {
         unsigned char v = next_flag();
@@ -582,10 +592,12 @@ PhaseResult DatSession::write_lat(uint64_t n) {
             wait_flag(v);
             *send_flag = v;
             post_write(kWrite | i, 0, size_, slot_);
+            own_completion();
         } else {
             *send_flag = v;
             auto t0 = Clock::now();
             post_write(kWrite | i, 0, size_, slot_);
+            own_completion();
             wait_flag(v);
             auto t1 = Clock::now();
             res.lat_us.push_back(us(t1 - t0) / 2);
@@ -777,7 +789,7 @@ int run_server(const DatOptions &d, int fd) {
                 w = words_of(line, 6);
                 size_t size = parse_count(w[2], "size");
                 auto window = static_cast<unsigned>(parse_count(w[3], "window"));
-                WaitPolicy wait{w[4] == "yield", w[5] == "yield"};
+                WaitPolicy wait = WaitPolicy::from_words(w[4], w[5]);
                 session = std::make_unique<DatSession>(*ia, parse_op(w[1]), size, window, wait,
                                                        true, d.shared_evd, &abort);
                 ctl.send("OK");
@@ -914,7 +926,7 @@ class Client {
 
 Measurement Client::run_spec(Op op, size_t size) {
     ctl_.send(std::string("SETUP ") + op_name(op) + " " + std::to_string(size) + " " +
-              std::to_string(o_.window) + (o_.wait.lat_yield ? " yield" : " spin") +
+              std::to_string(o_.window) + " " + o_.wait.lat_word() +
               (o_.wait.bw_yield ? " yield" : " spin"));
     expect("OK");
     DatSession s(*ia_, op, size, o_.window, o_.wait, false, d_.shared_evd, &abort_);
@@ -1069,7 +1081,7 @@ void usage(FILE *out) {
         "  --time S           seconds per measurement when --iters is not given (default 0.2)\n"
         "  --window N         operations in flight in bandwidth runs (default 32)\n"
         "  --bw-wait W        yield (default) or spin, as softrnic bench\n"
-        "  --lat-wait W       spin (default) or yield, as softrnic bench\n"
+        "  --lat-wait W       spin (default), yield or memory, as softrnic bench\n"
         "  --rounds N         repeat the list N times, alternating its order (default 3)\n"
         "  --json             machine-readable output (softrnic bench's format)\n"
         "  --no-progress      never draw the progress bar\n"
@@ -1141,9 +1153,13 @@ int parse(int argc, char **argv, DatOptions &d) {
         } else if (a == "--window") {
             if (!parse_u64(v, n) || n == 0 || n > 1024) return bad(v);
             o.window = static_cast<unsigned>(n);
-        } else if (a == "--bw-wait" || a == "--lat-wait") {
+        } else if (a == "--bw-wait") {
             if (v != "yield" && v != "spin") return bad(v);
-            (a == "--bw-wait" ? o.wait.bw_yield : o.wait.lat_yield) = v == "yield";
+            o.wait.bw_yield = v == "yield";
+        } else if (a == "--lat-wait") {
+            if (v != "yield" && v != "spin" && v != "memory") return bad(v);
+            o.wait.lat_yield = v == "yield";
+            o.wait.lat_memory = v == "memory";
         } else if (a == "--rounds") {
             if (!parse_u64(v, n) || n == 0 || n > 1000) return bad(v);
             o.rounds = static_cast<unsigned>(n);

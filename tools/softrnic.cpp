@@ -70,7 +70,10 @@ void usage(FILE *out) {
         "                     or spin (busy-poll only)\n"
         "  --lat-wait W       the same for ping-pongs and single reads: spin (default, like\n"
         "                     the raw TCP reference) or yield (diagnostic: how much of the\n"
-        "                     latency is the scheduler preempting a spinning thread)\n"
+        "                     latency is the scheduler preempting a spinning thread), or\n"
+        "                     memory: spin, and the RDMA Write ping-pong polls only the\n"
+        "                     last byte of the peer's write, taking its own write's\n"
+        "                     completion right after posting it (dtest -W, perftest)\n"
         "  --rounds N         repeat the whole list N times, alternating its order, and report\n"
         "                     medians (default 3 for two-process runs, 1 for loopback)\n"
         "  --no-ref           skip the raw TCP references (and the ratios)\n"
@@ -250,8 +253,9 @@ int main(int argc, char **argv) {
             o.wait.bw_yield = v == "yield";
         } else if (a == "--lat-wait") {
             std::string v = value();
-            if (v != "yield" && v != "spin") return bad(v);
+            if (v != "yield" && v != "spin" && v != "memory") return bad(v);
             o.wait.lat_yield = v == "yield";
+            o.wait.lat_memory = v == "memory";
         } else if (a == "--rounds") {
             std::string v = value();
             if (!sb::parse_u64(v, n) || n == 0 || n > 1000) return bad(v);

@@ -42,6 +42,20 @@ enum class Role : uint8_t {
 struct WaitPolicy {
     bool lat_yield = false;  // ping-pongs and single reads (--lat-wait); spin: like raw TCP
     bool bw_yield = true;    // windowed streams (--bw-wait)
+    // --lat-wait memory: spin, and the RDMA Write ping-pong waits for the peer's write by
+    // polling the last byte of its buffer only, taking its own write's completion right
+    // after the post (dtest -W, perftest): the CQ is not polled while the peer's write is
+    // on its way, so the transport cannot progress it inside a CQ poll.
+    bool lat_memory = false;
+    // The SETUP word for the latency policy, and back.
+    const char *lat_word() const { return lat_memory ? "memory" : lat_yield ? "yield" : "spin"; }
+    static WaitPolicy from_words(const std::string &lat, const std::string &bw) {
+        WaitPolicy w;
+        w.lat_yield = lat == "yield";
+        w.lat_memory = lat == "memory";
+        w.bw_yield = bw == "yield";
+        return w;
+    }
 };
 
 struct Options {

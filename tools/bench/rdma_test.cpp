@@ -409,6 +409,10 @@ PhaseResult RdmaSession::write_lat(uint64_t n) {
     std::atomic_ref<unsigned char> recv_flag(buf_->data[slot_ + size_ - 1]);
     auto wait_flag = [&](unsigned char v) {
         while (recv_flag.load(std::memory_order_acquire) != v) {
+            if (wait_.lat_memory) {
+                spin.spin();
+                continue;
+            }
             // Drain our own write completions too (and give a transport that progresses
             // inside ri_cq_poll its chance).
             if (poll(wc, kPollBatch))
@@ -418,6 +422,12 @@ PhaseResult RdmaSession::write_lat(uint64_t n) {
         }
         spin.progressed();
     };
+    // --lat-wait memory: our write's completion at once, as dtest -W takes it.
+    auto own_completion = [&] {
+        if (!wait_.lat_memory) return;
+        while (!poll(wc, 1))
+            spin.spin();
+    };
     auto t_start = Clock::now();
     for (uint64_t i = 0; i < n; ++i) {
         unsigned char v = next_flag();
@@ -425,10 +435,12 @@ PhaseResult RdmaSession::write_lat(uint64_t n) {
             wait_flag(v);
             *send_flag = v;
             post_write(kWrite | i, 0, size_, slot_);
+            own_completion();
         } else {
             *send_flag = v;
             auto t0 = Clock::now();
             post_write(kWrite | i, 0, size_, slot_);
+            own_completion();
             wait_flag(v);
             auto t1 = Clock::now();
             res.lat_us.push_back(us(t1 - t0) / 2);

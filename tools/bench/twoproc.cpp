@@ -214,7 +214,7 @@ int run_server(const Options &o) {
                     w = words_of(line, 7);
                     size_t size = parse_u64(w[3], "size");
                     auto window = static_cast<unsigned>(parse_u64(w[4], "window"));
-                    WaitPolicy wait{w[5] == "yield", w[6] == "yield"};
+                    WaitPolicy wait = WaitPolicy::from_words(w[5], w[6]);
                     auto s = std::make_unique<RdmaSession>(rnic, parse_op(w[2]), size, window, wait,
                                                            true, &abort);
                     ctl->send("OK");
@@ -397,7 +397,7 @@ Measurement Client::run_spec(const Spec &s) {
     std::unique_ptr<Session> session;
     if (s.kind == Kind::Rdma) {
         ctl_->send(std::string("SETUP rdma ") + op_name(s.op) + " " + std::to_string(s.size) + " " +
-                   std::to_string(window_) + (o_.wait.lat_yield ? " yield" : " spin") +
+                   std::to_string(window_) + " " + o_.wait.lat_word() +
                    (o_.wait.bw_yield ? " yield" : " spin"));
         expect("OK");
         auto rs =
