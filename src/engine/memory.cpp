@@ -179,6 +179,10 @@ MemFault StagTable::acquire(uint32_t stag, uint64_t to, uint64_t len, uint32_t n
     return MemFault::None;
 }
 
+void withdraw_grants(MemEntry &e) {
+    if (e.granted.exchange(false, std::memory_order_seq_cst)) transport::revoke_remote_placement();
+}
+
 InvalidateFault StagTable::invalidate(MemEntry &e, uint32_t stag, const Pd *pd, const Qp *via) {
     if (!e.gate.try_enter()) return InvalidateFault::InvalidStag;  // being changed right now
     InvalidateFault f = InvalidateFault::None;
@@ -195,7 +199,9 @@ InvalidateFault StagTable::invalidate(MemEntry &e, uint32_t stag, const Pd *pd, 
     else if (!window && (e.bound_windows.load(std::memory_order_acquire) != 0 ||
                          (e.pages && e.pages.use_count() > 1)))
         f = InvalidateFault::NotAllowed;  // L5220
-    else if (!e.word.compare_exchange_strong(w, w & ~MemEntry::kValid, std::memory_order_acq_rel))
+    // Sequentially consistent, as the granted flag withdraw_grants reads: a transport marks
+    // the entry granted and then re-reads this word (Qp::rx_tagged_grant).
+    else if (!e.word.compare_exchange_strong(w, w & ~MemEntry::kValid, std::memory_order_seq_cst))
         f = InvalidateFault::InvalidStag;  // someone else invalidated it first
     else if (window && e.parent) {
         // Only the invalidation that won the exchange unbinds, so the region's window
@@ -205,7 +211,7 @@ InvalidateFault StagTable::invalidate(MemEntry &e, uint32_t stag, const Pd *pd, 
     }
     e.gate.leave();
     // Peers that place writes themselves must stop using the STag too.
-    if (f == InvalidateFault::None) transport::revoke_remote_placement();
+    if (f == InvalidateFault::None) withdraw_grants(e);
     return f;
 }
 

@@ -77,6 +77,10 @@ struct MemEntry {
     // Windows: the region it is bound to, and for type 2 the QP it is bound through.
     MemEntry *parent = nullptr;
     std::atomic<Qp *> bound_qp{nullptr};
+    // A transport let a peer place writes into this STag's range itself
+    // (Endpoint::rx_tagged_grant): whoever changes what the STag accepts withdraws those
+    // grants (withdraw_grants) once the change is visible to new checks.
+    std::atomic<bool> granted{false};
 
     static constexpr uint64_t kValid = uint64_t{1} << 32;
     uint32_t stag() const {
@@ -88,6 +92,12 @@ struct MemEntry {
 // True when [va, va+len) is mapped in this process, and writable when `need_write`: the
 // access layer's check before pages are registered (L1219-1221); softrnic is its own AL.
 bool range_mapped(uint64_t va, uint64_t len, bool need_write);
+
+// After a change to what `e` accepts (its gate closed, or its valid bit cleared): when a
+// transport granted a peer direct placement into it, every such grant is withdrawn and
+// the peers' writes under way have finished on return (transport::revoke_remote_placement).
+// One atomic exchange otherwise.
+void withdraw_grants(MemEntry &e);
 
 // Why an invalidation was refused.
 enum class InvalidateFault : uint8_t { None, InvalidStag, Pd, NotAllowed };

@@ -663,7 +663,7 @@ ri_wc_status_t Qp::local_bind(const ri_wr_bind_t &b) {
         !(mr->access & RI_MEM_FLAGS_LOCAL_WRITE))
         return RI_WC_STATUS_INVALID_BIND_MR_ERROR;
     mw->gate.close();
-    transport::revoke_remote_placement();  // the old binding's grants go with it
+    withdraw_grants(*mw);  // the old binding's grants go with it
     MemEntry *old_parent = mw->valid() ? mw->parent : nullptr;
     mw->word.store(uint64_t{mw->index} << 8 | (b.rtag & 0xFF), std::memory_order_release);
     if (old_parent) old_parent->bound_windows.fetch_sub(1, std::memory_order_acq_rel);
@@ -737,7 +737,7 @@ ri_wc_status_t Qp::local_fmr(const ri_wr_fmr_t &w) {
         access & (RI_MEM_FLAGS_LOCAL_WRITE | RI_MEM_FLAGS_REMOTE_WRITE | RI_MEM_FLAGS_ATOMICS);
     if (!range_mapped(start, total, need_write)) return RI_WC_STATUS_INVALID_FMR_PBL_ENTRY_ERROR;
     e->gate.close();
-    transport::revoke_remote_placement();
+    withdraw_grants(*e);
     e->host = reinterpret_cast<std::byte *>(static_cast<uintptr_t>(start + a.address_offset));
     e->to_base = zbva ? 0 : a.common.va;
     e->zbva = zbva;
@@ -881,10 +881,15 @@ RxStatus Qp::rx_tagged_acquire(uint32_t stag, uint64_t to, uint64_t len, bool fo
     return fail_remote(f, for_read, term_hdr());
 }
 
-bool Qp::rx_tagged_extent(void *ref, uint64_t &to, uint64_t &len, std::byte *&host) {
-    // The caller holds the entry's gate (its reference): the fields are stable.
-    const auto *e = static_cast<const MemEntry *>(ref);
+bool Qp::rx_tagged_grant(void *ref, uint64_t &to, uint64_t &len, std::byte *&host) {
+    // The caller holds the entry's gate (its reference): the fields are stable, and a
+    // writer that closes the gate sees the mark once it has. An invalidation flips the
+    // valid bit without waiting for us: marked first, re-checked after, so that either it
+    // sees the mark (and withdraws) or we see its flip (and grant nothing).
+    auto *e = static_cast<MemEntry *>(ref);
     if (!e) return false;
+    e->granted.store(true, std::memory_order_seq_cst);
+    if (!(e->word.load(std::memory_order_seq_cst) & MemEntry::kValid)) return false;
     to = e->to_base;
     len = e->length;
     host = e->host;
@@ -1255,7 +1260,6 @@ void Qp::finish_error() {
     // The stream is closed but stays attached: an arrival still in flight on it now finds
     // the QP in Error and fails. Detaching (which waits for those) is for destroy and reset.
     rx_gate.close();
-    transport::revoke_remote_placement();  // nothing is placed into a QP in Error
     // After a Terminate the transport that carried it closes the stream itself.
     if (chan && !terminate_in_transport.exchange(false, std::memory_order_acq_rel))
         chan->close(transport::CloseKind::Abortive);
@@ -1545,7 +1549,7 @@ void Qp::destroy() {
         if (e->kind() != MemKind::Window2 || e->bound_qp.load(std::memory_order_acquire) != this)
             continue;
         e->gate.close();
-        transport::revoke_remote_placement();
+        withdraw_grants(*e);
         if (e->valid() && e->parent)
             e->parent->bound_windows.fetch_sub(1, std::memory_order_acq_rel);
         e->word.fetch_and(~MemEntry::kValid, std::memory_order_acq_rel);

@@ -123,7 +123,7 @@ class Qp final : public transport::Endpoint {
     transport::RxStatus rx_tagged_acquire(uint32_t stag, uint64_t to, uint64_t len, bool for_read,
                                           transport::IoSpan &out, void *&ref) override;
     void rx_tagged_release(void *ref) override;
-    bool rx_tagged_extent(void *ref, uint64_t &to, uint64_t &len, std::byte *&host) override;
+    bool rx_tagged_grant(void *ref, uint64_t &to, uint64_t &len, std::byte *&host) override;
     transport::RxStatus rx_recv_begin(transport::RxRecv &r) override;
     transport::RxStatus rx_recv_place(transport::RxRecv &r, uint64_t offset,
                                       std::span<const std::byte> data) override;

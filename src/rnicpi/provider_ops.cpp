@@ -1085,7 +1085,7 @@ struct Ops {
             e->gate.open();
             return RI_RET_WINDOWS_BOUND;
         }
-        transport::revoke_remote_placement();
+        withdraw_grants(*e);
         // Conceptually a deregistration followed by a registration (L5263): from here on the
         // old STag is invalid, whatever happens to the new one (L5339-5347). The entry is
         // kept, so nothing else can claim its index in between (L5380).
@@ -1183,7 +1183,7 @@ struct Ops {
                 return RI_RET_WINDOWS_BOUND;
             }
             e->word.fetch_and(~MemEntry::kValid, std::memory_order_acq_rel);
-            transport::revoke_remote_placement();  // peers' own writes finish too (L5423)
+            withdraw_grants(*e);  // peers' own writes finish too (L5423)
             Pd *p = e->pd;
             r->dev->stags.release(e);
             e->gate.open();
@@ -1339,7 +1339,7 @@ struct Ops {
             std::lock_guard change(e->change_mu);
             if (owned_mem(*r->dev, mw, true, r) != e) return RI_RET_MW_INVALID_HANDLE;
             e->gate.close();  // in-flight remote users finish first; later ones fail (L5962)
-            transport::revoke_remote_placement();
+            withdraw_grants(*e);
             if (e->valid() && e->parent)
                 e->parent->bound_windows.fetch_sub(1, std::memory_order_acq_rel);
             Pd *p = e->pd;

@@ -102,10 +102,11 @@ class Endpoint {
                                        IoSpan &out, void *&ref) = 0;
     virtual void rx_tagged_release(void *ref) = 0;
     // The whole range of the STag that `ref` (from rx_tagged_acquire, still held) pins:
-    // its first tagged offset, its length and the address of that first byte. A transport
-    // that lets its peer place later writes itself grants that range (see
-    // revoke_remote_placement). False: not available, grant nothing.
-    virtual bool rx_tagged_extent(void *ref, uint64_t &to, uint64_t &len, std::byte *&host) {
+    // its first tagged offset, its length and the address of that first byte, for a
+    // transport that lets its peer place later writes into that range itself. The engine
+    // notes the grant and withdraws it (revoke_remote_placement) when the STag changes.
+    // False: nothing may be granted (the STag is no longer valid, or no support).
+    virtual bool rx_tagged_grant(void *ref, uint64_t &to, uint64_t &len, std::byte *&host) {
         (void)ref, (void)to, (void)len, (void)host;
         return false;
     }
@@ -201,12 +202,13 @@ std::unique_ptr<Channel> claim_llp(ri_llp_stream_handle_t h, bool &known, Progre
 
 // Placement by the initiator. A transport may let its peers write into this process's
 // memory themselves (shm: the peer's process_vm_writev), within STag ranges this engine
-// validated for their connection (Endpoint::rx_tagged_extent). Whatever changes what an
-// STag or a QP accepts (invalidate, bind, fast-register, dereg, rereg, dealloc, a QP's
-// receive side closing or losing RDMA Write) calls revoke_remote_placement() once the
-// change is visible to new local checks: every grant is withdrawn, and the peers' writes
-// already under way have finished when it returns. Without a registered revoker (no such
-// transport linked, or no grant ever given) it is one atomic load.
+// validated for their connection (Endpoint::rx_tagged_grant). Whatever changes what a
+// granted STag accepts (invalidate, bind, fast-register, dereg, rereg, dealloc) calls
+// revoke_remote_placement() (engine::withdraw_grants) once the change is visible to new
+// local checks: every grant is withdrawn, and the peers' writes already under way have
+// finished when it returns. A channel withdraws its own grants when it stops delivering
+// (close, Terminate, detach). Without a registered revoker, or with no grant given, it is
+// a fence and one atomic load.
 using PlacementRevoker = void (*)();
 void register_placement_revoker(PlacementRevoker revoker);
 void revoke_remote_placement();

@@ -947,6 +947,34 @@ TEST_F(ShmDirect, DeregWithdrawsTheGrant) {
     EXPECT_EQ(shm::stats().direct_writes, direct1);
 }
 
+// A withdrawal voids every grant of the process, also those of STags that did not change:
+// the next write to such an STag goes through the ring, is granted again, and the writes
+// after it are placed directly again (a void grant left in its slot must not shadow the
+// new one).
+TEST_F(ShmDirect, GrantsComeBackAfterAnUnrelatedWithdrawal) {
+    Buf other(kLen);
+    Mr *mo = rb.reg(other, kAllRemote);
+    ASSERT_TRUE(mo);
+    ASSERT_NO_FATAL_FAILURE(bring_up(a, b, Xport::Shm));
+    for (uint32_t i = 0; i < 4; ++i)
+        ASSERT_NO_FATAL_FAILURE(round(0, kLen));
+    // One write into the other region, so that its STag is granted too.
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    std::memset(tx.data(), 0x33, kLen);
+    ri_data_seg_t s = sge(tx.data(), static_cast<uint32_t>(kLen), mt->ltag);
+    ASSERT_EQ(post_write(a, kSig, 500, &s, 1, other.va(), mo->rtag), RI_RET_SUCCESS);
+    ri_rc_wc_t wc = must_poll(ra, a->scq);
+    ASSERT_EQ(wc.op_status, RI_WC_STATUS_SUCCESS);
+    ASSERT_TRUE(pp_wait_last(other.data(), kLen, 0x33));
+    ASSERT_EQ(rb.destroy(mo), RI_RET_SUCCESS);  // withdraws every grant
+    const uint64_t direct0 = shm::stats().direct_writes;
+    constexpr uint32_t kAfter = 12;
+    for (uint32_t i = 0; i < kAfter; ++i)
+        ASSERT_NO_FATAL_FAILURE(round(0, kLen));
+    EXPECT_GE(shm::stats().direct_writes - direct0, kAfter / 2)
+        << "the initiator kept to the ring after the withdrawal";
+}
+
 TEST_F(ShmDirect, LocalInvalidateWithdrawsTheGrant) {
     ASSERT_NO_FATAL_FAILURE(bring_up(a, b, Xport::Shm));
     const uint64_t direct0 = shm::stats().direct_writes;

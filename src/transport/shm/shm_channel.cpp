@@ -139,9 +139,9 @@ bool direct_writes_enabled() {
 // directly). An application that polls memory and now and then its CQ for one completion
 // (dtest -W: every tenth write) makes a pass or two per completion.
 constexpr uint32_t kPollsBeforeRingHint = 64;
-// How long a revocation waits for a peer's direct write that never ends (a peer process
-// stopped inside the system call); a live one takes microseconds.
-constexpr int64_t kRevokeWaitNs = 1'000'000'000;
+// A revocation waiting for a peer's direct write that takes long (a stopped peer) sleeps
+// this long between looks, after spinning and yielding for a while.
+constexpr int kRevokeSleepUs = 100;
 
 // ThreadSanitizer cannot see that two mappings of one segment (both ends in one process)
 // are the same memory: every release/acquire on a segment also releases/acquires a key
@@ -521,6 +521,12 @@ class Core final : public ProgressSource {
 
     // placement grants: as initiator
     bool try_direct_write(const OutboundOp &op);
+    // As target: the peer may place writes into us (CMA, and a pidfd, which is what lets a
+    // revocation tell a dead peer from a slow one).
+    bool grants_possible() const {
+        return link_->cma && link_->peer_pidfd && link_->peer_pidfd->valid() &&
+               direct_writes_enabled();
+    }
     // as target (progress only, except leave_grants)
     uint64_t grant_generation();
     void grant(uint32_t stag, void *ref, uint64_t gen);
@@ -624,6 +630,7 @@ class Core final : public ProgressSource {
     // direct writes) ended, and how many posts in a row came a long gap after the one before.
     int64_t last_post_ns_ = 0;
     uint32_t long_gaps_ = 0;
+    bool no_direct_ = false;  // the kernel refused our process_vm_writev
 };
 
 // ----------------------------------------------------------------------------- tx side
@@ -726,7 +733,7 @@ bool read_grant(L::Grant &g, GrantCopy &out) {
 // also reports any error: the target validates again there).
 bool Core::try_direct_write(const OutboundOp &op) {
     if (op.kind != OpKind::RdmaWrite || op.length == 0 || op.length > kDirectMax || !link_->cma ||
-        op.local.size() > L::kMaxIov || !direct_writes_enabled())
+        no_direct_ || op.local.size() > L::kMaxIov || !direct_writes_enabled())
         return false;
     if (std::atomic_ref<uint32_t>(peer_->direct_hint).load(std::memory_order_relaxed) == 0)
         return false;
@@ -742,10 +749,14 @@ bool Core::try_direct_write(const OutboundOp &op) {
     // data) go through the other ring, whose order with our requests the peer's progress
     // never kept (it takes responses first in each pass): they need not be consumed.
     if (req_tx_.published() != load_acquire(peer_->req_cons)) return false;
+    // Slots of an older generation are void: skip them (one that happens to match the STag
+    // would fail the check below every time, while a current grant sits in another slot).
+    const uint64_t gen_now =
+        std::atomic_ref<uint64_t>(peer_->grant_gen).load(std::memory_order_acquire);
     GrantCopy g;
     bool found = false;
     for (L::Grant &slot : peer_->grants) {
-        if (!read_grant(slot, g) || g.stag != op.remote_stag) continue;
+        if (!read_grant(slot, g) || g.gen != gen_now || g.stag != op.remote_stag) continue;
         // [to, to + length) inside [g.to, g.to + g.len), written so that nothing wraps.
         if (op.remote_to >= g.to && op.length <= g.len &&
             op.remote_to - g.to <= g.len - op.length) {
@@ -777,6 +788,9 @@ bool Core::try_direct_write(const OutboundOp &op) {
         ssize_t n =
             ::process_vm_writev(link_->peer_pid, local.data(), nlocal, remote.data(), nremote, 0);
         ok = n == static_cast<ssize_t>(op.length);
+        // The connection's CMA probe read; writing may still be refused (a security module,
+        // seccomp): then never again on this connection.
+        if (n < 0 && (errno == EPERM || errno == ENOSYS || errno == EACCES)) no_direct_ = true;
     }
     inflight.fetch_sub(1, std::memory_order_release);
     last_post_ns_ = engine::mono_ns();
@@ -808,9 +822,18 @@ void Core::grant(uint32_t stag, void *ref, uint64_t gen) {
     if (!rx_open_.load(std::memory_order_acquire)) return;
     uint64_t to = 0, len = 0;
     std::byte *host = nullptr;
-    if (!ep_->rx_tagged_extent(ref, to, len, host) || len == 0) return;
-    const uint32_t i = next_grant_;
-    next_grant_ = (next_grant_ + 1) % L::kGrantSlots;
+    if (!ep_->rx_tagged_grant(ref, to, len, host) || len == 0) return;
+    // The slot that holds this STag already (of an older generation), else one of an older
+    // generation, else the next in turn.
+    uint32_t i = L::kGrantSlots;
+    for (uint32_t k = 0; k < L::kGrantSlots && i == L::kGrantSlots; ++k)
+        if (grant_memo_[k].stag == stag) i = k;
+    for (uint32_t k = 0; k < L::kGrantSlots && i == L::kGrantSlots; ++k)
+        if (grant_memo_[k].gen != gen) i = k;
+    if (i == L::kGrantSlots) {
+        i = next_grant_;
+        next_grant_ = (next_grant_ + 1) % L::kGrantSlots;
+    }
     L::Grant &g = me_->grants[i];
     std::atomic_ref<uint32_t> seq(g.seq);
     const uint32_t s = seq.load(std::memory_order_relaxed);
@@ -833,21 +856,24 @@ void Core::set_hint(uint32_t v) {
     std::atomic_ref<uint32_t>(me_->direct_hint).store(v, std::memory_order_relaxed);
 }
 
+// Waits for as long as the peer process lives: a write it announced may still land, and
+// the caller (a dereg, say) is about to let the memory go. Only the peer's death (its
+// pidfd; grants are given only where there is one) ends the wait otherwise. A live peer's
+// write is one system call; one stopped between its announcement and its write (SIGSTOP,
+// a debugger) holds the revocation until it runs again, as a DMA in flight holds a NIC's.
 void Core::revoke_grants() {
     std::atomic_ref<uint64_t>(me_->grant_gen).fetch_add(1, std::memory_order_seq_cst);
     std::atomic_ref<uint32_t> inflight(me_->direct_inflight);
-    int64_t give_up = 0;
     for (uint32_t spins = 0; inflight.load(std::memory_order_seq_cst) != 0; ++spins) {
         if (spins < 64) {
             engine::cpu_relax();
-            continue;
+        } else if (!link_ || !link_->peer_alive()) {
+            break;  // a peer that died inside its write never decrements
+        } else if (spins < 1024) {
+            std::this_thread::yield();
+        } else {
+            std::this_thread::sleep_for(std::chrono::microseconds(kRevokeSleepUs));
         }
-        // A peer that died inside its write never decrements.
-        if (peer_gone_.load(std::memory_order_acquire) || !link_ || !link_->peer_alive()) break;
-        const int64_t now = engine::mono_ns();
-        if (give_up == 0) give_up = now + kRevokeWaitNs;
-        if (now > give_up) break;
-        std::this_thread::yield();
     }
 }
 
@@ -861,6 +887,9 @@ void Core::leave_grants() {
 }
 
 void revoke_all_grants() {
+    // Orders the caller's change (the STag's valid bit, its granted flag) before the load,
+    // against a target that joins g_granting and then validates.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
     if (g_granting_n.load(std::memory_order_seq_cst) == 0) return;
     std::lock_guard lk(g_grant_mu);
     for (Core *c : g_granting)
@@ -1141,6 +1170,7 @@ bool Core::parse_iovs(const L::EntryHdr &h, const std::byte *payload, uint64_t t
 // Terminate it describes and stop delivering.
 void Core::target_failed(TerminateCode code, bool tagged, uint32_t stag, uint64_t to) {
     rx_open_.store(false, std::memory_order_release);
+    revoke_grants();  // what we granted the peer ends with delivery
     closed_.store(true, std::memory_order_release);
     {
         std::lock_guard lk(mu_);
@@ -1158,6 +1188,7 @@ void Core::target_failed(TerminateCode code, bool tagged, uint32_t stag, uint64_
 // The peer's entries make no sense: a stream error, as TCP reports a framing error.
 void Core::protocol_error() {
     if (!rx_open_.exchange(false, std::memory_order_acq_rel)) return;
+    revoke_grants();
     closed_.store(true, std::memory_order_release);
     {
         std::lock_guard lk(mu_);
@@ -1286,8 +1317,7 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
             if (h.len > L::kInlineMax) return protocol_error(), false;
             if (h.len > 0) {
                 // With CMA the peer may place its next writes to this STag itself.
-                const bool may_grant =
-                    link_->cma && !(h.flags & L::kFlagImmediate) && direct_writes_enabled();
+                const bool may_grant = grants_possible() && !(h.flags & L::kFlagImmediate);
                 const uint64_t gen = may_grant ? grant_generation() : 0;
                 IoSpan dst{};
                 void *ref = nullptr;
@@ -1322,8 +1352,7 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
                 t.recv_open = true;
             } else {
                 // As for WriteInline: the peer may place its next writes here itself.
-                const bool may_grant =
-                    link_->cma && !(h.flags & L::kFlagImmediate) && direct_writes_enabled();
+                const bool may_grant = grants_possible() && !(h.flags & L::kFlagImmediate);
                 const uint64_t gen = may_grant ? grant_generation() : 0;
                 RxStatus st = ep_->rx_tagged_acquire(h.stag, h.a, h.b, false, t.mem, t.ref);
                 if (!st.ok) return target_failed(st.term, true, h.stag, h.a), false;
@@ -1630,6 +1659,7 @@ bool Core::handle_resp(const L::EntryHdr &h, const std::byte *payload) {
             TerminateCode code{static_cast<uint8_t>(h.stag >> 16),
                                static_cast<uint8_t>(h.stag >> 8), static_cast<uint8_t>(h.stag)};
             rx_open_.store(false, std::memory_order_release);
+            revoke_grants();  // what we granted the peer ends with delivery
             closed_.store(true, std::memory_order_release);
             {
                 std::lock_guard lk(mu_);
@@ -1743,6 +1773,7 @@ void Core::progress(uint32_t events) {
             if (cur_.active || cur_.recv_open) release_target();
             told_closed_ = true;
             rx_open_.store(false, std::memory_order_release);
+            revoke_grants();  // what we granted the peer ends with delivery
             closed_.store(true, std::memory_order_release);
             {
                 std::lock_guard lk(mu_);
@@ -1793,7 +1824,7 @@ void Core::progress(uint32_t events) {
 void Core::stream_end(CloseKind kind) {
     closed_.store(true, std::memory_order_release);
     rx_open_.store(false, std::memory_order_release);
-    revoke_grants();
+    revoke_grants();  // what we granted the peer ends with delivery
     {
         std::lock_guard lk(mu_);
         fail_all_locked({OpOutcome::Disconnected, {}});
@@ -1849,8 +1880,8 @@ bool Core::arm_wakeup() {
 
 void Core::terminate(TerminateCode code, std::span<const uint8_t> msg) {
     rx_open_.store(false, std::memory_order_release);
+    revoke_grants();  // what we granted the peer ends with delivery
     closed_.store(true, std::memory_order_release);
-    revoke_grants();
     {
         std::lock_guard lk(mu_);
         fail_all_locked({OpOutcome::Disconnected, {}});
@@ -1867,8 +1898,8 @@ void Core::terminate(TerminateCode code, std::span<const uint8_t> msg) {
 
 void Core::close(CloseKind kind) {
     rx_open_.store(false, std::memory_order_release);
+    revoke_grants();  // what we granted the peer ends with delivery
     closed_.store(true, std::memory_order_release);
-    revoke_grants();
     {
         std::lock_guard lk(mu_);
         fail_all_locked({OpOutcome::Disconnected, {}});
@@ -1888,8 +1919,8 @@ void Core::close(CloseKind kind) {
 void Core::detach() {
     detached_.store(true, std::memory_order_release);
     rx_open_.store(false, std::memory_order_release);
+    revoke_grants();  // what we granted the peer ends with delivery
     closed_.store(true, std::memory_order_release);
-    revoke_grants();
     ep_gate_.shut_no_wait();
     // Endpoint calls are short (one copy at most). Our own progress pass may be the caller,
     // from inside the gate: it cannot wait for itself.
