@@ -9,6 +9,11 @@
 # both with --size 8,1048576 --ops send,write,read, then prints for every operation and
 # size the median over rounds of each side and the median of the per-round ratios
 # (DAT cost: latency dat/rnicpi, bandwidth rnicpi/dat; above 1 means DAT is slower).
+# The RDMA Write ping-pong again as dtest -W and perftest run it (8 B, each side polling the
+# last byte of the peer's write, its own write's completion taken right after the post):
+#   softrnic bench ... --lat-wait memory / dat_bench ... --lat-wait memory
+# and, when Debian's dtest is installed, dtest -W -b 8 itself through our libdat2 (its
+# latency line: the mean one-way time, where the other two report the median).
 # Connection set-up the same way, when Debian's dtestcm is installed (dapl2-utils):
 #   softrnic bench --transport X --connections N --rounds 1 --json   (dtestcm's pattern)
 #   dtestcm -s / dtestcm -h 127.0.0.1, -P softrnic-X -c N             (our libdat2)
@@ -52,7 +57,7 @@ while [ $# -gt 0 ]; do
     --build-dir) build=$(cd "$2" && pwd); shift 2 ;;
     --no-install) install=0; shift ;;
     --keep) keep=$2; shift 2 ;;
-    -h | --help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,37p' "$0"; exit 0 ;;
     *) echo "dat_vs_rnicpi.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -89,6 +94,7 @@ warnings="$tmp/warnings"
 export DAT_OVERRIDE="$tmp/dat.conf"
 
 dtestcm=$(command -v dtestcm || true)
+dtest=$(command -v dtest || true)
 if [ "$conns" -gt 0 ] && [ -z "$dtestcm" ]; then
     log "dtestcm not installed (apt-get install dapl2-utils): no connection set-up rows"
     conns=0
@@ -147,6 +153,43 @@ run_conns() {
     fi
 }
 
+# run_mem ROUND IMPL XPORT: the memory-polled 8 B write ping-pong; key
+# IMPL_XPORT_writemem_8_lat (us one-way: p50 for the benches, dtest's mean).
+run_mem() {
+    local r=$1 impl=$2 x=$3 out="$tmp/mem_$2_$3" us=
+    case "$impl" in
+    rnicpi | dat)
+        local cmd
+        if [ "$impl" = rnicpi ]; then
+            cmd=("$softrnic" bench --transport "$x" --no-ref)
+        else
+            cmd=("$dat_bench" --ia "softrnic-$x")
+        fi
+        cmd+=(--size 8 --ops write --lat-wait memory --rounds 1 --json --no-progress "${sizing[@]}")
+        if timeout 600 "${cmd[@]}" >"$out.json" 2>"$out.err"; then
+            us=$(jq -r '.results[0].lat_p50_us' "$out.json")
+        fi
+        ;;
+    dtest)
+        LD_LIBRARY_PATH="$registry" timeout 120 "$dtest" -s -P "softrnic-$x" -W -b 8 -B 20000 -p \
+            >"$out.server" 2>&1 &
+        local spid=$!
+        sleep 0.5
+        if LD_LIBRARY_PATH="$registry" timeout 120 "$dtest" -h 127.0.0.1 -P "softrnic-$x" -W -b 8 \
+            -B 20000 -p >"$out.err" 2>&1 && wait "$spid"; then
+            us=$(sed -n 's/.*latency \([0-9.]*\) us.*/\1/p' "$out.err" | head -1)
+        fi
+        wait "$spid" 2>/dev/null || true
+        ;;
+    esac
+    if [ -n "$us" ] && awk -v v="$us" 'BEGIN {exit !(v > 0)}'; then
+        echo "$r ${impl}_${x}_writemem_8_lat $us" >>"$results"
+    else
+        failures=$((failures + 1))
+        log "round $r: $impl $x memory-polled write ping-pong failed: $(tail -1 "$out.err" 2>/dev/null)"
+    fi
+}
+
 # run ROUND IMPL XPORT
 run() {
     local r=$1 impl=$2 x=$3 out="$tmp/$2_$3.json"
@@ -167,6 +210,10 @@ run() {
 
 steps=()
 for x in $transports; do steps+=("rnicpi $x" "dat $x"); done
+for x in $transports; do
+    steps+=("rnicpi-mem $x" "dat-mem $x")
+    [ -n "$dtest" ] && steps+=("dtest-mem $x")
+done
 if [ "$conns" -gt 0 ]; then
     for x in $transports; do steps+=("rnicpi-conns $x" "dat-conns $x"); done
 fi
@@ -185,6 +232,7 @@ for r in $(seq 1 "$rounds"); do
         [ -t 2 ] && printf '\rround %d/%d: %-12s' "$r" "$rounds" "$s" >&2
         case "${s% *}" in
         *-conns) run_conns "$r" "${s%-conns *}" "${s#* }" ;;
+        *-mem) run_mem "$r" "${s%-mem *}" "${s#* }" ;;
         *) run "$r" "${s% *}" "${s#* }" ;;
         esac
     done
@@ -253,6 +301,20 @@ for x in $transports; do
         done
     done
 done
+for x in $transports; do
+    a="rnicpi_${x}_writemem_8_lat"
+    for impl in dat dtest; do
+        b="${impl}_${x}_writemem_8_lat"
+        [ -n "$(median "$b")" ] || continue
+        q=$(ratio "$b" "$a")
+        printf '%-5s %-10s %8s  %-15s %10s %10s  %-6s %s\n' "$x" \
+            "$([ $impl = dat ] && echo write-mem || echo dtest-W)" 8 \
+            "$([ $impl = dat ] && echo "p50 1-way us" || echo "1-way us (mean)")" \
+            "$(first "$(median "$a")")" "$(first "$(median "$b")")" "$(first "$q")" "$(spread "$q")"
+    done
+done
+echo "(write-mem: the write ping-pong polling memory only, --lat-wait memory on both sides;"
+echo "dtest-W: Debian's dtest -W -b 8 -B 20000 -p through our libdat2, its latency line (a mean).)"
 if [ "$conns" -gt 0 ]; then
     for x in $transports; do
         a="rnicpi_${x}_connect_${conns}_lat" b="dat_${x}_connect_${conns}_lat"

@@ -64,6 +64,16 @@ server_connect)
     wait "$server_pid"
     server_pid=
     ;;
+memory_polled_shm)
+    # The write ping-pong as dtest -W runs it (each side polls the peer's last byte, not its
+    # CQ): every round must come back, through the shm transport's direct placement or its
+    # ring.
+    "$softrnic" bench --transport shm --size 8,4096 --ops write --lat-wait memory --no-ref \
+        "${common[@]}" >"$tmp/out.json"
+    cat "$tmp/out.json"
+    exec "$cmake" -DJSON_FILE="$tmp/out.json" -DSIZES="8;4096" -DOPS="write" -DREFS=0 \
+        -P "$checker"
+    ;;
 connections_shm | connections_tcp)
     "$softrnic" bench --transport "${mode#connections_}" --connections 60 --burst 16 \
         --rounds 2 --json --no-progress >"$tmp/out.json"
