@@ -447,8 +447,7 @@ enum class ChunkUse : uint8_t { Free, Pull, Push };
 // Cores that have given their peer placement grants; a revocation walks them.
 class Core;
 std::mutex g_grant_mu;
-std::vector<Core *> g_granting;         // guarded by g_grant_mu
-std::atomic<uint32_t> g_granting_n{0};  // its size, read without the lock
+std::vector<Core *> g_granting;  // guarded by g_grant_mu
 void revoke_all_grants();
 
 class Core final : public ProgressSource {
@@ -711,15 +710,17 @@ struct GrantCopy {
     uint32_t stag = 0;
     uint64_t gen = 0, to = 0, len = 0, addr = 0;
 };
+// Without fences (ThreadSanitizer does not model them): the owner stores the fields with
+// release after making `seq` odd, so a field value of a newer write carries that odd `seq`
+// with it; our field loads are acquire, so the second `seq` load cannot move before them.
 bool read_grant(L::Grant &g, GrantCopy &out) {
     uint32_t s1 = std::atomic_ref<uint32_t>(g.seq).load(std::memory_order_acquire);
     if (s1 & 1) return false;
-    out.stag = std::atomic_ref<uint32_t>(g.stag).load(std::memory_order_relaxed);
-    out.gen = std::atomic_ref<uint64_t>(g.gen).load(std::memory_order_relaxed);
-    out.to = std::atomic_ref<uint64_t>(g.to).load(std::memory_order_relaxed);
-    out.len = std::atomic_ref<uint64_t>(g.len).load(std::memory_order_relaxed);
-    out.addr = std::atomic_ref<uint64_t>(g.addr).load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
+    out.stag = std::atomic_ref<uint32_t>(g.stag).load(std::memory_order_acquire);
+    out.gen = std::atomic_ref<uint64_t>(g.gen).load(std::memory_order_acquire);
+    out.to = std::atomic_ref<uint64_t>(g.to).load(std::memory_order_acquire);
+    out.len = std::atomic_ref<uint64_t>(g.len).load(std::memory_order_acquire);
+    out.addr = std::atomic_ref<uint64_t>(g.addr).load(std::memory_order_acquire);
     return std::atomic_ref<uint32_t>(g.seq).load(std::memory_order_relaxed) == s1;
 }
 }  // namespace
@@ -807,7 +808,6 @@ uint64_t Core::grant_generation() {
         std::lock_guard lk(g_grant_mu);
         g_granting.push_back(this);
         granting_ = true;
-        g_granting_n.fetch_add(1, std::memory_order_seq_cst);
     }
     return std::atomic_ref<uint64_t>(me_->grant_gen).load(std::memory_order_seq_cst);
 }
@@ -837,14 +837,15 @@ void Core::grant(uint32_t stag, void *ref, uint64_t gen) {
     L::Grant &g = me_->grants[i];
     std::atomic_ref<uint32_t> seq(g.seq);
     const uint32_t s = seq.load(std::memory_order_relaxed);
+    // Seqlock write (read_grant): odd, the fields with release (each then orders the odd
+    // `seq` before it), even.
     seq.store(s + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-    std::atomic_ref<uint32_t>(g.stag).store(stag, std::memory_order_relaxed);
-    std::atomic_ref<uint64_t>(g.gen).store(gen, std::memory_order_relaxed);
-    std::atomic_ref<uint64_t>(g.to).store(to, std::memory_order_relaxed);
-    std::atomic_ref<uint64_t>(g.len).store(len, std::memory_order_relaxed);
+    std::atomic_ref<uint32_t>(g.stag).store(stag, std::memory_order_release);
+    std::atomic_ref<uint64_t>(g.gen).store(gen, std::memory_order_release);
+    std::atomic_ref<uint64_t>(g.to).store(to, std::memory_order_release);
+    std::atomic_ref<uint64_t>(g.len).store(len, std::memory_order_release);
     std::atomic_ref<uint64_t>(g.addr).store(reinterpret_cast<uintptr_t>(host),
-                                            std::memory_order_relaxed);
+                                            std::memory_order_release);
     seq.store(s + 2, std::memory_order_release);
     grant_memo_[i] = {stag, gen};
 }
@@ -883,14 +884,12 @@ void Core::leave_grants() {
     revoke_grants();
     std::erase(g_granting, this);
     granting_ = false;
-    g_granting_n.fetch_sub(1, std::memory_order_seq_cst);
 }
 
+// Called only for an STag that was granted (engine::withdraw_grants). A target that joins
+// g_granting after this walk validates after it too, so it sees the change the caller made
+// before calling (g_grant_mu orders the two).
 void revoke_all_grants() {
-    // Orders the caller's change (the STag's valid bit, its granted flag) before the load,
-    // against a target that joins g_granting and then validates.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (g_granting_n.load(std::memory_order_seq_cst) == 0) return;
     std::lock_guard lk(g_grant_mu);
     for (Core *c : g_granting)
         c->revoke_grants();
