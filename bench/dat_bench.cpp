@@ -939,6 +939,7 @@ Measurement Client::run_spec(Op op, size_t size) {
         PhaseResult r = run_phase(s, ph, n);
         if (ph == Phase::Lat) {
             m.has_lat = true;
+            m.mean_us = mean(r.lat_us);
             m.p50_us = percentile(r.lat_us, 0.5);
             m.p99_us = percentile(r.lat_us, 0.99);
             m.lat_iters = n;

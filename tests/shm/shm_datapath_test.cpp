@@ -853,6 +853,13 @@ class ShmDirect : public ::testing::Test {
         ASSERT_EQ(pp_check(rx.data() + off, len, pp_fill(k)), SIZE_MAX)
             << "round " << k << ": the last byte arrived before the rest";
     }
+    // Rounds until A has placed writes into rx itself (rx's STag is granted to A).
+    void placed_rounds(size_t len) {
+        const uint64_t before = shm::stats().direct_writes;
+        for (uint32_t i = 0; i < 8; ++i)
+            ASSERT_NO_FATAL_FAILURE(round(0, len));
+        ASSERT_GT(shm::stats().direct_writes, before) << "A never placed a write into rx";
+    }
     // A write the target must refuse (its STag no longer stands): A's QP ends in Error with
     // the target's Terminate, and rx is untouched.
     void refused_write() {
@@ -904,10 +911,7 @@ TEST_F(ShmDirect, NoGrantWithoutCma) {
 // must ask for its ring back although A's writes no longer show up there to tell it.
 TEST_F(ShmDirect, ATargetPollingItsCqGetsItsWritesThroughTheRing) {
     ASSERT_NO_FATAL_FAILURE(bring_up(a, b, Xport::Shm));
-    const uint64_t before = shm::stats().direct_writes;
-    for (uint32_t i = 0; i < 8; ++i)
-        ASSERT_NO_FATAL_FAILURE(round(0, 8));
-    ASSERT_GT(shm::stats().direct_writes, before) << "B never polled memory only";
+    ASSERT_NO_FATAL_FAILURE(placed_rounds(8));
     std::atomic<bool> stop{false};
     std::thread poller([&] {
         while (!stop.load(std::memory_order_acquire)) {
@@ -937,10 +941,7 @@ TEST_F(ShmDirect, ATargetPollingItsCqGetsItsWritesThroughTheRing) {
 
 TEST_F(ShmDirect, DeregWithdrawsTheGrant) {
     ASSERT_NO_FATAL_FAILURE(bring_up(a, b, Xport::Shm));
-    const uint64_t direct0 = shm::stats().direct_writes;
-    for (uint32_t i = 0; i < 8; ++i)
-        ASSERT_NO_FATAL_FAILURE(round(0, kLen));
-    ASSERT_GT(shm::stats().direct_writes, direct0) << "no grant to withdraw";
+    ASSERT_NO_FATAL_FAILURE(placed_rounds(kLen));
     const uint64_t direct1 = shm::stats().direct_writes;
     ASSERT_EQ(rb.destroy(mr), RI_RET_SUCCESS);
     ASSERT_NO_FATAL_FAILURE(refused_write());
@@ -956,8 +957,7 @@ TEST_F(ShmDirect, GrantsComeBackAfterAnUnrelatedWithdrawal) {
     Mr *mo = rb.reg(other, kAllRemote);
     ASSERT_TRUE(mo);
     ASSERT_NO_FATAL_FAILURE(bring_up(a, b, Xport::Shm));
-    for (uint32_t i = 0; i < 4; ++i)
-        ASSERT_NO_FATAL_FAILURE(round(0, kLen));
+    ASSERT_NO_FATAL_FAILURE(placed_rounds(kLen));
     // One write into the other region, so that its STag is granted too.
     std::this_thread::sleep_for(std::chrono::microseconds(100));
     std::memset(tx.data(), 0x33, kLen);
@@ -977,10 +977,7 @@ TEST_F(ShmDirect, GrantsComeBackAfterAnUnrelatedWithdrawal) {
 
 TEST_F(ShmDirect, LocalInvalidateWithdrawsTheGrant) {
     ASSERT_NO_FATAL_FAILURE(bring_up(a, b, Xport::Shm));
-    const uint64_t direct0 = shm::stats().direct_writes;
-    for (uint32_t i = 0; i < 8; ++i)
-        ASSERT_NO_FATAL_FAILURE(round(0, kLen));
-    ASSERT_GT(shm::stats().direct_writes, direct0) << "no grant to withdraw";
+    ASSERT_NO_FATAL_FAILURE(placed_rounds(kLen));
     const uint64_t direct1 = shm::stats().direct_writes;
     ri_wr_t li{};
     li.wr_li.type = RI_WR_TYPE_LOCAL_INVALIDATE_MR;

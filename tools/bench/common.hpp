@@ -98,6 +98,16 @@ inline double percentile(std::vector<double> &v, double p) {
     return v[k];
 }
 
+// The arithmetic mean (what tools that print total time / iterations report, dtest's
+// latency line among them: its tail counts, where a percentile's does not).
+inline double mean(const std::vector<double> &v) {
+    if (v.empty()) return 0;
+    double sum = 0;
+    for (double x : v)
+        sum += x;
+    return sum / static_cast<double>(v.size());
+}
+
 inline double median(std::vector<double> v) {
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());

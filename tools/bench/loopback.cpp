@@ -85,6 +85,7 @@ Measurement measure(Op op, size_t size, uint64_t iters) {
     double secs = seconds_since(t0);
     Measurement m;
     m.has_lat = m.has_bw = true;
+    m.mean_us = mean(lat);
     m.p50_us = percentile(lat, 0.5);
     m.p99_us = percentile(lat, 0.99);
     m.gbps = static_cast<double>(size) * static_cast<double>(iters) / secs / 1e9;

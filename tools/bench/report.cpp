@@ -51,6 +51,9 @@ Spread Row::p50() const {
 Spread Row::p99() const {
     return over_rounds(rounds, [](const Measurement &m) { return m.p99_us; });
 }
+Spread Row::mean() const {
+    return over_rounds(rounds, [](const Measurement &m) { return m.mean_us; });
+}
 Spread Row::gbps() const {
     return over_rounds(rounds, [](const Measurement &m) { return m.gbps; });
 }
@@ -145,7 +148,8 @@ void print_json(const Report &r) {
             Spread p50 = row.p50(), p99 = row.p99();
             s += ",\"lat_kind\":\"" + json_escape(row.lat_kind) +
                  "\",\"lat_p50_us\":" + num(p50.med) + ",\"lat_p99_us\":" + num(p99.med) +
-                 ",\"lat_p50_us_min\":" + num(p50.min) + ",\"lat_p50_us_max\":" + num(p50.max) +
+                 ",\"lat_mean_us\":" + num(row.mean().med) + ",\"lat_p50_us_min\":" + num(p50.min) +
+                 ",\"lat_p50_us_max\":" + num(p50.max) +
                  ",\"lat_iters\":" + std::to_string(row.lat_iters());
         }
         if (row.has_bw() && row.no_bytes) {

@@ -13,7 +13,7 @@ namespace softrnic::bench {
 
 struct Measurement {
     bool has_lat = false, has_bw = false;
-    double p50_us = 0, p99_us = 0;
+    double p50_us = 0, p99_us = 0, mean_us = 0;
     double gbps = 0, mops = 0;
     uint64_t lat_iters = 0, bw_iters = 0;
 };
@@ -31,6 +31,7 @@ struct Row {
     // Medians over rounds.
     Spread p50() const;
     Spread p99() const;
+    Spread mean() const;
     Spread gbps() const;
     Spread mops() const;
     Spread memcpy() const;

@@ -420,6 +420,7 @@ Measurement Client::run_spec(const Spec &s) {
         PhaseResult r = run_phase(*session, ph, n);
         if (ph == Phase::Lat) {
             m.has_lat = true;
+            m.mean_us = mean(r.lat_us);
             m.p50_us = percentile(r.lat_us, 0.5);
             m.p99_us = percentile(r.lat_us, 0.99);
             m.lat_iters = n;
@@ -460,7 +461,7 @@ Measurement Client::run_connections() {
     expect("OK");
     Measurement m;
     m.has_lat = m.has_bw = true;
-    m.p50_us = m.p99_us = secs * 1e6 / static_cast<double>(n);
+    m.p50_us = m.p99_us = m.mean_us = secs * 1e6 / static_cast<double>(n);
     m.mops = static_cast<double>(n) / secs / 1e6;
     m.lat_iters = m.bw_iters = n;
     return m;
