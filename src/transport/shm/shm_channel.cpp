@@ -813,7 +813,7 @@ uint64_t Core::grant_generation() {
 }
 
 // Publishes the whole range of the STag `ref` pins, as validated for this connection,
-// under generation `gen` (see grant_generation); slots are reused in turn.
+// under generation `gen` (see grant_generation).
 void Core::grant(uint32_t stag, void *ref, uint64_t gen) {
     for (const GrantMemo &m : grant_memo_)
         if (m.stag == stag && m.gen == gen) return;  // already there
