@@ -10,11 +10,10 @@
 #include <set>
 #include <string>
 
+#include "engine/base_names.hpp"
 #include "engine/events.hpp"
-#include "engine/handle_table.hpp"
+#include "engine/handles.hpp"
 #include "engine/memory.hpp"
-#include "engine/slot_queue.hpp"
-#include "engine/sync.hpp"
 #include "rnicpi/rnicpi.h"
 #include "transport/progress.hpp"
 
@@ -160,10 +159,10 @@ class Device {
     // outlives every channel registered with it).
     transport::ProgressEngine progress;
 
-    HandleTable<Pd> pds{ObjKind::Pd, Limits::kMaxPds};
-    HandleTable<Cq> cqs{ObjKind::Cq, Limits::kMaxCqs};
-    HandleTable<Qp> qps{ObjKind::Qp, Limits::kMaxQps};
-    HandleTable<Srq> srqs{ObjKind::Srq, Limits::kMaxSrqs};
+    ObjectTable<Pd> pds{ObjKind::Pd, Limits::kMaxPds};
+    ObjectTable<Cq> cqs{ObjKind::Cq, Limits::kMaxCqs};
+    ObjectTable<Qp> qps{ObjKind::Qp, Limits::kMaxQps};
+    ObjectTable<Srq> srqs{ObjKind::Srq, Limits::kMaxSrqs};
     StagTable stags{Limits::kMaxStags};
 
     // Send-queue retirement words, by QP slot: written by CQ pollers, read by posters.

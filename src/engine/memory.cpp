@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/handle_table.hpp"
+#include "base/slot_table.hpp"
 #include "transport/transport.hpp"
 
 namespace softrnic::engine {
@@ -118,13 +118,15 @@ void StagTable::release(MemEntry *e) {
 
 void *StagTable::handle_of(const MemEntry *e, bool window) const {
     uint32_t slot = e->index & ((1u << slot_bits_) - 1);
-    return encode_handle({slot, window ? ObjKind::Mw : ObjKind::Mr,
-                          e->handle_generation.load(std::memory_order_acquire)});
+    return base::encode_slot_handle({slot, kind_tag(window ? ObjKind::Mw : ObjKind::Mr),
+                                     e->handle_generation.load(std::memory_order_acquire)});
 }
 
 MemEntry *StagTable::from_handle(const void *h, bool window) const {
-    HandleParts p;
-    if (!decode_handle(h, window ? ObjKind::Mw : ObjKind::Mr, p) || p.index >= cap_) return nullptr;
+    base::SlotHandle p;
+    if (!base::decode_slot_handle(h, kind_tag(window ? ObjKind::Mw : ObjKind::Mr), p) ||
+        p.index >= cap_)
+        return nullptr;
     MemEntry *e = entries_[p.index].load(std::memory_order_acquire);
     if (!e) return nullptr;
     if (e->handle_generation.load(std::memory_order_acquire) != p.generation) return nullptr;

@@ -17,7 +17,8 @@
 #include <mutex>
 #include <vector>
 
-#include "engine/sync.hpp"
+#include "engine/base_names.hpp"
+#include "engine/handles.hpp"
 #include "rnicpi/rnicpi.h"
 
 namespace softrnic::engine {
@@ -123,7 +124,7 @@ class StagTable {
     MemEntry *allocate(MemKind kind);
     void release(MemEntry *e);
 
-    // Handle <-> entry, generation-checked like HandleTable.
+    // Handle <-> entry, generation-checked like an ObjectTable.
     void *handle_of(const MemEntry *e, bool window) const;
     MemEntry *from_handle(const void *h, bool window) const;
 

@@ -46,7 +46,7 @@ inline RnicHandle *fast_rnic(ri_rnic_handle_t h) {
 }
 
 template <class T>
-T *owned(HandleTable<T> &t, void *h, RnicHandle *r) {
+T *owned(ObjectTable<T> &t, void *h, RnicHandle *r) {
     T *o = t.lookup(h);
     return (o && o->owner == r) ? o : nullptr;
 }

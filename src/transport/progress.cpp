@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "engine/sync.hpp"
+#include "base/sync.hpp"
 
 namespace softrnic::transport {
 
@@ -43,8 +43,8 @@ void drain_eventfd(int fd) {
     [[maybe_unused]] ssize_t r = ::read(fd, &v, sizeof v);
 }
 
-using engine::cpu_relax;
-using engine::mono_ns;
+using base::cpu_relax;
+using base::mono_ns;
 
 // After the progress thread served a wake-up it keeps polling its sources for this long
 // (re-armed by every pass that found work) before it sleeps again: a passive RDMA target

@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "engine/handle_table.hpp"
+#include "engine/base_names.hpp"
+#include "engine/handles.hpp"
 #include "engine/memory.hpp"
-#include "engine/slot_queue.hpp"
 
 using namespace softrnic::engine;
 
@@ -141,13 +141,13 @@ TEST(SlotQueue, SingleConsumerPopWithConcurrentProducers) {
         EXPECT_EQ(next[p], kPerProducer);
 }
 
-TEST(HandleTable, StaleForeignAndForgedHandlesAreRejected) {
-    HandleTable<int> t(ObjKind::Qp, 4);
+TEST(ObjectTable, StaleForeignAndForgedHandlesAreRejected) {
+    ObjectTable<int> t(ObjKind::Qp, 4);
     void *h = t.insert(std::make_unique<int>(7));
     ASSERT_NE(h, nullptr);
     ASSERT_NE(t.lookup(h), nullptr);
     EXPECT_EQ(*t.lookup(h), 7);
-    HandleTable<int> other(ObjKind::Cq, 4);
+    ObjectTable<int> other(ObjKind::Cq, 4);
     EXPECT_EQ(other.lookup(h), nullptr) << "a QP handle is not a CQ handle";
     EXPECT_EQ(t.lookup(nullptr), nullptr);
     EXPECT_EQ(t.lookup(reinterpret_cast<void *>(uintptr_t{0xdeadbeef})), nullptr);
@@ -160,8 +160,8 @@ TEST(HandleTable, StaleForeignAndForgedHandlesAreRejected) {
     EXPECT_EQ(t.erase(h), nullptr) << "double free";
 }
 
-TEST(HandleTable, FullTableRefusesInsert) {
-    HandleTable<int> t(ObjKind::Pd, 2);
+TEST(ObjectTable, FullTableRefusesInsert) {
+    ObjectTable<int> t(ObjKind::Pd, 2);
     EXPECT_NE(t.insert(std::make_unique<int>(1)), nullptr);
     EXPECT_NE(t.insert(std::make_unique<int>(2)), nullptr);
     EXPECT_EQ(t.insert(std::make_unique<int>(3)), nullptr);

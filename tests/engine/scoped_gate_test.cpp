@@ -13,9 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "engine/sync.hpp"
+#include "base/sync.hpp"
 
-using namespace softrnic::engine;
+using namespace softrnic::base;
 using namespace std::chrono_literals;
 
 namespace {

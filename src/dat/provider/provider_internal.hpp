@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "base/futex_mutex.hpp"
 #include "cm/connection_manager.hpp"
-#include "evd_mutex.hpp"
 #include "handle_table.hpp"
 
 namespace softrnic::dapl {
@@ -111,7 +111,7 @@ class EventRing {
 };
 
 struct Evd : Obj {
-    EvdMutex mu;
+    base::FutexMutex mu;
     std::condition_variable_any cv;
     EventRing q;
     DAT_COUNT qlen = 0;

@@ -6,14 +6,14 @@
 #include <memory>
 #include <mutex>
 
-#include "engine/sync.hpp"
+#include "base/sync.hpp"
 #include "transport/transport.hpp"
 
 namespace softrnic::transport::loopback {
 
 namespace {
 
-using engine::Gate;
+using base::Gate;
 
 struct Link {
     struct End {

@@ -16,7 +16,7 @@
 #include <mutex>
 #include <new>
 
-#include "engine/sync.hpp"
+#include "base/sync.hpp"
 
 namespace softrnic::transport::shm {
 namespace {
@@ -32,8 +32,8 @@ constexpr int64_t kCopyHelperSpinNs = 200'000;
 // the one the helper's stagger waits out, covers no more.
 constexpr uint64_t kKernelPinBatchPages = 1024;
 
-using engine::cpu_relax;
-using engine::mono_ns;
+using base::cpu_relax;
+using base::mono_ns;
 
 bool one_call(pid_t pid, CmaDir dir, const iovec *local, size_t nlocal, const iovec *remote,
               size_t nremote, size_t total) {

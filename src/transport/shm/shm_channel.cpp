@@ -74,7 +74,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/sync.hpp"
+#include "base/sync.hpp"
 #include "transport/shm/cma_copy.hpp"
 #include "transport/shm/link.hpp"
 #include "transport/shm/shm.hpp"
@@ -573,7 +573,7 @@ class Core final : public ProgressSource {
     std::atomic<bool> attached_{false};
     std::atomic<bool> detached_{false};
     // Calls into ep_ (a GateScope each): detach() closes it, so none runs once it returns.
-    engine::ScopedGate ep_gate_;
+    base::ScopedGate ep_gate_;
     std::atomic<bool> work_{false};       // progress has something to do besides the rings
     std::atomic<bool> peer_gone_{false};  // EOF/HUP on the socket, or a dead CMA peer
     std::atomic<bool> rx_open_{true};     // arrivals are delivered
@@ -684,7 +684,7 @@ bool Core::peer_stalled() {
         return false;
     }
     if (stall_rung_) return false;
-    int64_t now = engine::mono_ns();
+    int64_t now = base::mono_ns();
     if (stall_since_ns_ == 0) {
         stall_since_ns_ = now;
         return false;
@@ -740,7 +740,7 @@ bool Core::try_direct_write(const OutboundOp &op) {
         return false;
     // Gaps are measured from the end of the previous post (a direct one takes longer than
     // the gap itself: from its start, a stream would keep itself direct).
-    const int64_t now = engine::mono_ns();
+    const int64_t now = base::mono_ns();
     const bool long_gap = now - last_post_ns_ >= kDirectMinGapNs;
     last_post_ns_ = now;
     long_gaps_ = long_gap ? long_gaps_ + 1 : 0;
@@ -794,7 +794,7 @@ bool Core::try_direct_write(const OutboundOp &op) {
         if (n < 0 && (errno == EPERM || errno == ENOSYS || errno == EACCES)) no_direct_ = true;
     }
     inflight.fetch_sub(1, std::memory_order_release);
-    last_post_ns_ = engine::mono_ns();
+    last_post_ns_ = base::mono_ns();
     if (ok) counters().direct_writes.fetch_add(1, std::memory_order_relaxed);
     return ok;
 }
@@ -867,7 +867,7 @@ void Core::revoke_grants() {
     std::atomic_ref<uint32_t> inflight(me_->direct_inflight);
     for (uint32_t spins = 0; inflight.load(std::memory_order_seq_cst) != 0; ++spins) {
         if (spins < 64) {
-            engine::cpu_relax();
+            base::cpu_relax();
         } else if (!link_ || !link_->peer_alive()) {
             break;  // a peer that died inside its write never decrements
         } else if (spins < 1024) {
@@ -1753,7 +1753,7 @@ void Core::progress(uint32_t events) {
         }
     }
     bool took = false;
-    if (engine::GateScope in_ep(ep_gate_); in_ep) {
+    if (base::GateScope in_ep(ep_gate_); in_ep) {
         // Responses first (they free our records and chunks), then requests in order.
         took |= process_resp();
         const bool took_req = process_req();
@@ -1828,7 +1828,7 @@ void Core::stream_end(CloseKind kind) {
         std::lock_guard lk(mu_);
         fail_all_locked({OpOutcome::Disconnected, {}});
     }
-    if (engine::GateScope in_ep(ep_gate_); in_ep) {
+    if (base::GateScope in_ep(ep_gate_); in_ep) {
         if (cur_.active || cur_.recv_open) release_target();
         if (!told_closed_) {
             told_closed_ = true;
@@ -1843,7 +1843,7 @@ void Core::report_ready() {
     // with work used to pay.
     if (unreported_.load(std::memory_order_acquire) == 0) return;
     for (;;) {
-        engine::GateScope in_ep(ep_gate_);
+        base::GateScope in_ep(ep_gate_);
         if (!in_ep) return;
         OpResult r;
         bool have = false;

@@ -1,5 +1,5 @@
 // The thread registry and the process-wide barrier behind ScopedGate (see sync.hpp).
-#include "engine/sync.hpp"
+#include "base/sync.hpp"
 
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <new>
 
-namespace softrnic::engine::detail {
+namespace softrnic::base::detail {
 
 namespace {
 
@@ -116,9 +116,9 @@ void wait_scoped_users(const void *gate) {
     }
 }
 
-}  // namespace softrnic::engine::detail
+}  // namespace softrnic::base::detail
 
-namespace softrnic::engine {
+namespace softrnic::base {
 
 void GateScope::enter_slow(ScopedGate &g, bool wait) {
     detail::ReaderSlots *s = detail::tls_reader_slots;
@@ -151,4 +151,4 @@ void GateScope::enter_slow(ScopedGate &g, bool wait) {
     slot_ = &slot;
 }
 
-}  // namespace softrnic::engine
+}  // namespace softrnic::base

@@ -1,4 +1,5 @@
-// The lock of a uDAPL EVD (internal to the provider; header-only, no DAT dependency).
+// A mutex that is one atomic word: the lock of a uDAPL EVD, and of any face object whose
+// lock sits on a fast path.
 #pragma once
 
 #include <linux/futex.h>
@@ -8,15 +9,15 @@
 #include <atomic>
 #include <cstdint>
 
-namespace softrnic::dapl {
+namespace softrnic::base {
 
-// The EVD's lock. Every dat_evd_dequeue takes it, and glibc's pthread_mutex_lock and
+// Every dat_evd_dequeue takes its EVD's lock, and glibc's pthread_mutex_lock and
 // unlock cost about 55 instructions a pair around their two atomic RMWs (attribute and
 // owner bookkeeping this lock never uses): a tenth of the provider's instructions per
 // dequeue. Uncontended, lock and unlock here are one RMW each and nothing else; a
 // contended lock sleeps on a futex (U. Drepper, "Futexes Are Tricky", mutex 3), as a
 // dequeue may hold it across a progress pass that copies a large message.
-class EvdMutex {
+class FutexMutex {
   public:
     void lock() {
         uint32_t c = kFree;
@@ -54,4 +55,4 @@ class EvdMutex {
                   sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
 };
 
-}  // namespace softrnic::dapl
+}  // namespace softrnic::base

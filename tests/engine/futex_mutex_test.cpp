@@ -1,6 +1,6 @@
-// The provider's EVD lock on its own: mutual exclusion under contention (the futex path),
-// try_lock, and waits on a condition_variable_any that the EVD pairs it with.
-#include "../../src/dat/provider/evd_mutex.hpp"
+// The futex mutex (the lock of a uDAPL EVD) on its own: mutual exclusion under contention (the
+// futex path), try_lock, and waits on a condition_variable_any that the EVD pairs it with.
+#include "base/futex_mutex.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,12 +12,12 @@
 
 namespace {
 
-using softrnic::dapl::EvdMutex;
+using softrnic::base::FutexMutex;
 
 // Four threads (on two CPUs: holders get preempted, waiters sleep on the futex) each add
 // to a two-word record that is consistent only under the lock.
-TEST(EvdMutex, ExcludesUnderContention) {
-    EvdMutex mu;
+TEST(FutexMutex, ExcludesUnderContention) {
+    FutexMutex mu;
     uint64_t a = 0, b = 0;  // always equal outside the lock
     uint64_t torn = 0;
     constexpr int kThreads = 4;
@@ -40,8 +40,8 @@ TEST(EvdMutex, ExcludesUnderContention) {
     EXPECT_EQ(b, a);
 }
 
-TEST(EvdMutex, TryLockFailsWhileHeld) {
-    EvdMutex mu;
+TEST(FutexMutex, TryLockFailsWhileHeld) {
+    FutexMutex mu;
     ASSERT_TRUE(mu.try_lock());
     bool other = true;
     std::thread([&] { other = mu.try_lock(); }).join();
@@ -57,8 +57,8 @@ TEST(EvdMutex, TryLockFailsWhileHeld) {
 // dat_evd_wait sleeps on the EVD's condition variable with this lock; a producer that
 // takes the lock (sleeping on the futex while the waiter's wait releases it) and notifies
 // must wake it, every time.
-TEST(EvdMutex, ConditionVariableHandOff) {
-    EvdMutex mu;
+TEST(FutexMutex, ConditionVariableHandOff) {
+    FutexMutex mu;
     std::condition_variable_any cv;
     int produced = 0, consumed = 0;
     constexpr int kItems = 2000;

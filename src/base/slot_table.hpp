@@ -1,8 +1,9 @@
-// Opaque RNICPI handles for child objects (PD, CQ, QP, SRQ, MR, MW).
+// A table of owned objects behind opaque handles (the engine's PD, CQ, QP, SRQ, MR and MW
+// handles are its slots).
 //
-// A handle is not a pointer: it packs a slot index, the object kind and the slot's
-// generation, so a freed, foreign or forged handle is rejected without touching freed
-// memory (RNICPI L1390-1415). Lookup is lock-free; insert and erase take the table's mutex
+// A handle is not a pointer: it packs a slot index, a kind tag and the slot's generation,
+// so a freed, foreign or forged handle is rejected without touching freed memory (RNICPI
+// L1390-1415). Lookup is lock-free; insert and erase take the table's mutex
 // (slow path only).
 #pragma once
 
@@ -13,34 +14,33 @@
 #include <random>
 #include <vector>
 
-namespace softrnic::engine {
+namespace softrnic::base {
 
-enum class ObjKind : uint8_t { Pd = 1, Cq = 2, Qp = 3, Srq = 4, Mr = 5, Mw = 6 };
-
-struct HandleParts {
+// index + 1 in bits 0-23 (0 is never a handle), the kind tag in bits 24-31, the generation
+// in bits 32-63.
+struct SlotHandle {
     uint32_t index;
-    ObjKind kind;
+    uint8_t kind;
     uint32_t generation;
 };
 
-inline void *encode_handle(HandleParts p) {
-    uint64_t v = (uint64_t{p.generation} << 32) | (uint64_t{static_cast<uint8_t>(p.kind)} << 24) |
-                 (p.index + 1);
+inline void *encode_slot_handle(SlotHandle p) {
+    uint64_t v = (uint64_t{p.generation} << 32) | (uint64_t{p.kind} << 24) | (p.index + 1);
     return reinterpret_cast<void *>(static_cast<uintptr_t>(v));
 }
 
-inline bool decode_handle(const void *h, ObjKind kind, HandleParts &out) {
+inline bool decode_slot_handle(const void *h, uint8_t kind, SlotHandle &out) {
     uint64_t v = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(h));
     uint32_t idx1 = static_cast<uint32_t>(v & 0xFFFFFF);
-    if (idx1 == 0 || static_cast<ObjKind>((v >> 24) & 0xFF) != kind) return false;
+    if (idx1 == 0 || static_cast<uint8_t>((v >> 24) & 0xFF) != kind) return false;
     out = {idx1 - 1, kind, static_cast<uint32_t>(v >> 32)};
     return true;
 }
 
 template <class T>
-class HandleTable {
+class SlotTable {
   public:
-    HandleTable(ObjKind kind, uint32_t capacity) : kind_(kind), slots_(capacity) {
+    SlotTable(uint8_t kind, uint32_t capacity) : kind_(kind), slots_(capacity) {
         free_.reserve(capacity);
         for (uint32_t i = capacity; i-- > 0;)
             free_.push_back(i);
@@ -65,12 +65,12 @@ class HandleTable {
         s.object.store(s.owned.get(), std::memory_order_release);
         live_.fetch_add(1, std::memory_order_relaxed);
         if (slot_out) *slot_out = idx;
-        return encode_handle({idx, kind_, gen});
+        return encode_slot_handle({idx, kind_, gen});
     }
 
     T *lookup(const void *h) const {
-        HandleParts p;
-        if (!decode_handle(h, kind_, p) || p.index >= slots_.size()) return nullptr;
+        SlotHandle p;
+        if (!decode_slot_handle(h, kind_, p) || p.index >= slots_.size()) return nullptr;
         const Slot &s = slots_[p.index];
         T *obj = s.object.load(std::memory_order_acquire);
         if (!obj || s.generation.load(std::memory_order_acquire) != p.generation) return nullptr;
@@ -80,8 +80,8 @@ class HandleTable {
     // Unpublishes the object; returns ownership so the caller decides when it dies.
     std::unique_ptr<T> erase(const void *h) {
         std::lock_guard lk(mu_);
-        HandleParts p;
-        if (!decode_handle(h, kind_, p) || p.index >= slots_.size()) return nullptr;
+        SlotHandle p;
+        if (!decode_slot_handle(h, kind_, p) || p.index >= slots_.size()) return nullptr;
         Slot &s = slots_[p.index];
         if (!s.object.load(std::memory_order_relaxed) ||
             s.generation.load(std::memory_order_relaxed) != p.generation)
@@ -107,7 +107,7 @@ class HandleTable {
         std::atomic<uint32_t> generation{0};
         std::unique_ptr<T> owned;
     };
-    ObjKind kind_;
+    uint8_t kind_;
     std::vector<Slot> slots_;
     std::vector<uint32_t> free_;
     std::atomic<uint32_t> live_{0};
@@ -115,4 +115,4 @@ class HandleTable {
     mutable std::mutex mu_;
 };
 
-}  // namespace softrnic::engine
+}  // namespace softrnic::base

@@ -13,9 +13,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "engine/sync.hpp"
+#include "base/sync.hpp"
 
-namespace softrnic::engine {
+namespace softrnic::base {
 
 template <class Header, class Trailer = std::byte>
 class SlotQueue {
@@ -177,4 +177,4 @@ class SlotQueue {
     uint32_t trailers_ = 0;
 };
 
-}  // namespace softrnic::engine
+}  // namespace softrnic::base

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <thread>
 
-namespace softrnic::engine {
+namespace softrnic::base {
 
 inline constexpr std::size_t kCacheLine = 64;
 
@@ -256,4 +256,4 @@ inline uint64_t round_up_pow2(uint64_t v) {
     return uint64_t{1} << (64 - __builtin_clzll(v - 1));
 }
 
-}  // namespace softrnic::engine
+}  // namespace softrnic::base
