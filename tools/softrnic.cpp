@@ -28,6 +28,8 @@ void usage(FILE *out) {
         "  bench   measure send/recv ping-pong, RDMA write and RDMA read: latency p50/p99,\n"
         "          bandwidth with a window of operations in flight, message rate\n"
         "  info    print the RNIC attributes reported by ri_rnic_query\n"
+        "  info --env\n"
+        "          list every SOFTRNIC_* environment variable: default, value now, meaning\n"
         "  dat-conf [--prefix P] [--interface IF]\n"
         "          print the dat.conf lines of the softrnic DAT provider (IA names softrnic,\n"
         "          softrnic-tcp, softrnic-shm) for an install prefix (default: this build\n"
@@ -149,6 +151,16 @@ int info() {
     return 0;
 }
 
+// The declared SOFTRNIC_* variables (softrnic_env_var), with the value each has here.
+int info_env() {
+    for (unsigned i = 0; const softrnic_env_var_t *v = softrnic_env_var(i); ++i) {
+        const char *now = std::getenv(v->name);
+        std::printf("%s\n    default %s; now %s\n    %s\n", v->name, v->default_value,
+                    now ? now : "(unset)", v->meaning);
+    }
+    return 0;
+}
+
 // The dat.conf line format Debian's libdat2 reads: IA name, API version, thread safety,
 // default flag, library path, provider version, instance data (interface and port), and
 // platform data.
@@ -186,6 +198,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (cmd == "dat-conf") return dat_conf(argc, argv);
+    if (cmd == "info" && argc == 3 && std::string(argv[2]) == "--env") return info_env();
     sb::Options o;
     bool sizes_given = false;
     bool role_given = false;

@@ -7,7 +7,8 @@
  *   - create and destroy software RNIC instances (each one a "VP" that the
  *     built-in access layer attaches with ri_svc_attach),
  *   - choose a handle view (privileged or user, consumer- or provider-serialised),
- *   - create in-process LLP stream pairs for the loopback transport.
+ *   - create in-process LLP stream pairs for the loopback transport,
+ *   - list the SOFTRNIC_* environment variables the library reads.
  *
  * Everything else goes through the ri_* calls of rnicpi.h.
  */
@@ -73,6 +74,20 @@ ri_api_return_t softrnic_loopback_pair(ri_llp_stream_handle_t *a, ri_llp_stream_
  * Returns RI_RET_INVALID_LL_HANDLE for an unknown or already owned handle.
  */
 ri_api_return_t softrnic_loopback_close(ri_llp_stream_handle_t h);
+
+/* One SOFTRNIC_* environment variable: its name, the value in force when it is unset,
+ * and what it changes. */
+typedef struct softrnic_env_var {
+    const char *name;
+    const char *default_value;
+    const char *meaning;
+} softrnic_env_var_t;
+
+/*
+ * The environment variables this library reads, in a fixed order: entry `index`, or
+ * NULL past the last one. The strings are static.
+ */
+const softrnic_env_var_t *softrnic_env_var(unsigned index);
 
 #ifdef __cplusplus
 }

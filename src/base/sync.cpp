@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "base/config.hpp"
+
 namespace softrnic::base::detail {
 
 namespace {
@@ -25,7 +27,7 @@ int membarrier(int cmd) {
 bool decide_asymmetric() {
     // SOFTRNIC_GATE_FENCED=1 keeps the fenced users (for tests of that path, and to rule
     // membarrier in or out when chasing a problem).
-    if (const char *e = std::getenv("SOFTRNIC_GATE_FENCED"); e && e[0] == '1') return false;
+    if (const char *e = env_value(EnvVar::GateFenced); e && e[0] == '1') return false;
     int cmds = membarrier(MEMBARRIER_CMD_QUERY);
     if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED)) return false;
     return membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;

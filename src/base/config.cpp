@@ -1,0 +1,51 @@
+#include "base/config.hpp"
+
+#include <array>
+#include <cstdlib>
+
+namespace softrnic::base {
+
+namespace {
+
+// The meanings are what README's environment table says, shortened to a line or two.
+constexpr std::array<softrnic_env_var_t, 6> kEnvVars{{
+    {"SOFTRNIC_TRANSPORT", "auto",
+     "transport of new connections: auto (shm to a peer on this host and netns, else TCP), "
+     "shm (shm only), tcp (TCP only; listeners do not offer shm). Read when a connection "
+     "manager is created."},
+    {"SOFTRNIC_PROGRESS_SPIN_US", "20",
+     "microseconds a progress thread keeps polling after a wake-up before it sleeps again "
+     "(0: never spin). Read once."},
+    {"SOFTRNIC_SHM_COPY_THREADS", "measured",
+     "shm bulk copies of 256 KiB or more: 1 = one process_vm_readv/writev, 2 = always split "
+     "with the copy helper thread; unset = time both and use the faster. Read once."},
+    {"SOFTRNIC_SHM_DIRECT_WRITES", "1",
+     "0: no placement of RDMA Writes by the initiator over shm (every write goes through "
+     "the target's ring). Read once."},
+    {"SOFTRNIC_SHM_CMA", "1",
+     "0: shm without cross-memory attach; bulk data is copied through shared bounce "
+     "buffers."},
+    {"SOFTRNIC_GATE_FENCED", "0",
+     "1: each gate entry fences its own store instead of relying on membarrier(2). Read "
+     "when libsoftrnic loads."},
+}};
+
+static_assert(static_cast<size_t>(EnvVar::GateFenced) + 1 == kEnvVars.size(),
+              "one entry per EnvVar, in its order");
+
+}  // namespace
+
+std::span<const softrnic_env_var_t> env_vars() {
+    return kEnvVars;
+}
+
+const char *env_value(EnvVar v) {
+    return std::getenv(kEnvVars[static_cast<size_t>(v)].name);
+}
+
+}  // namespace softrnic::base
+
+extern "C" const softrnic_env_var_t *softrnic_env_var(unsigned index) {
+    auto vars = softrnic::base::env_vars();
+    return index < vars.size() ? &vars[index] : nullptr;
+}
