@@ -1,6 +1,6 @@
 // RNICPI 1.0 conformance suite: the 40 behaviours of digest section 8
 // (Rnicpi.B01_... to B40_...) and the second-tier list (Rnicpi.T2_...).
-// Line references (L1234) are to /work/shared/specs/seeds/rnicpi-1.0.txt.
+// Line references (L1234) are to RNICPI 1.0 (see docs/spec-deviations.md).
 #include "fixture.hpp"
 
 using namespace rt;

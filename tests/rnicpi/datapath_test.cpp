@@ -1,6 +1,6 @@
 // Data-path matrix over the loopback transport, ordering checks, two-instance traffic
 // and the error paths at both ends of a connection.
-// Line references (L1234) are to /work/shared/specs/seeds/rnicpi-1.0.txt.
+// Line references (L1234) are to RNICPI 1.0 (see docs/spec-deviations.md).
 #include "fixture.hpp"
 
 #include <tuple>

@@ -2,7 +2,7 @@
 // stress suites.  Everything here goes through the public ri_* interface
 // (rnicpi.h) plus the softrnic access-layer calls (softrnic.h).
 //
-// Spec references are line numbers of /work/shared/specs/seeds/rnicpi-1.0.txt
+// Spec references are line numbers of RNICPI 1.0 (see docs/spec-deviations.md)
 // written as L1234.
 #pragma once
 
