@@ -18,8 +18,10 @@
 #include <utility>
 
 #include "transport/shm/shm.hpp"
+#include "transport/tcp/tcp_channel.hpp"
 #include "transport/tcp/wire/ddp_rdmap.hpp"
 #include "transport/tcp/wire/fpdu.hpp"
+#include "transport/tcp/wire/mpa.hpp"
 
 namespace softrnic::cm {
 
@@ -38,6 +40,22 @@ bool release_unclaimed(ri_llp_stream_handle_t h) {
         return true;
     }
     return shm::forget(h);
+}
+
+const char *to_string(FailReason r) {
+    switch (r) {
+        case FailReason::None:
+            return "None";
+        case FailReason::Malformed:
+            return "Malformed";
+        case FailReason::Unsupported:
+            return "Unsupported";
+        case FailReason::Incompatible:
+            return "Incompatible";
+        case FailReason::NoReadyToReceive:
+            return "NoReadyToReceive";
+    }
+    return "?";
 }
 
 const char *to_string(CmStatus s) {
@@ -187,17 +205,54 @@ int connect_unix(const sockaddr *addr, int &err) {
     return -1;
 }
 
-tcp::StreamParams stream_params_of(const w::MpaResult &r, const ConnParams &p, bool initiator) {
-    tcp::StreamParams s;
+static_assert(kMaxPrivateData == w::kMpaMaxPrivateData - w::kMpaIrdOrdLen,
+              "ConnParams::private_data must fit MPA's PD_Length beside the IRD/ORD block");
+
+NegotiatedParams negotiated_of(const w::MpaResult &r, const ConnParams &p, bool initiator) {
+    NegotiatedParams s;
     s.crc = r.crc;
     s.ird = r.ird;
     s.ord = r.ord;
     s.rfc7306 = p.rfc7306;
     // A Read RTR consumed Read Request MSN 1 before the channel took over.
-    s.rx_read_msn_base = r.p2p && r.rtr == w::Rtr::Read ? 2 : 1;
+    s.reads_consumed = r.p2p && r.rtr == w::Rtr::Read ? 1 : 0;
     // Responder, Write RTR: the channel consumes it (the QP is usable once the Reply is out).
-    s.await_rtr = !initiator && r.p2p && r.rtr == w::Rtr::Write;
+    s.await_ready = !initiator && r.p2p && r.rtr == w::Rtr::Write;
     return s;
+}
+
+// The TCP channel's view of the same negotiation (its first inbound Read Request MSN, the
+// RTR it still has to consume).
+tcp::StreamParams stream_params_of(const NegotiatedParams &n) {
+    tcp::StreamParams s;
+    s.crc = n.crc;
+    s.ird = n.ird;
+    s.ord = n.ord;
+    s.rfc7306 = n.rfc7306;
+    s.rx_read_msn_base = 1 + n.reads_consumed;
+    s.await_rtr = n.await_ready;
+    return s;
+}
+
+// The neutral reason a wire status stands for.
+FailReason reason_of(w::Status s) {
+    switch (s) {
+        case w::Status::Ok:
+            return FailReason::None;
+        case w::Status::MpaMarkersRequested:
+            return FailReason::Unsupported;
+        case w::Status::MpaNotEnhanced:
+        case w::Status::MpaInsufficientIrd:
+            return FailReason::Incompatible;
+        case w::Status::MpaNoMatchingRtr:
+            return FailReason::NoReadyToReceive;
+        default:
+            return FailReason::Malformed;
+    }
+}
+
+Failed failed_of(ConnId id, w::Status s, int err) {
+    return Failed{id, reason_of(s), static_cast<uint16_t>(s), err};
 }
 
 // The RTR FPDU for `r` (initiator, Write RTR only: we offer nothing else), or the
@@ -320,7 +375,7 @@ struct ConnectionManager::Impl {
                 if (::recv(c.fd.get(), sink.data(), sink.size(), MSG_DONTWAIT) <= 0) break;
         }
         bool report = c.initiator || c.ulp_knows;
-        finish(c, Failed{c.id, ws, err}, report);
+        finish(c, failed_of(c.id, ws, err), report);
     }
 
     // MPA is done on an shm connection: send our hello, then wait for the peer's.
@@ -355,7 +410,7 @@ struct ConnectionManager::Impl {
         e.id = c.id;
         e.initiator = c.initiator;
         e.private_data = std::move(c.peer_pd);
-        e.params = stream_params_of(c.result, c.params, c.initiator);
+        e.params = negotiated_of(c.result, c.params, c.initiator);
         e.peer = c.peer;
         e.transport = LlpTransport::Shm;
         e.shm_cma = c.hs->cma();
@@ -384,13 +439,14 @@ struct ConnectionManager::Impl {
         e.id = c.id;
         e.initiator = c.initiator;
         e.private_data.assign(peer_pd.begin(), peer_pd.end());
-        e.params = stream_params_of(r, c.params, c.initiator);
+        e.params = negotiated_of(r, c.params, c.initiator);
+        tcp::StreamParams sp = stream_params_of(e.params);
         if (!preamble.empty()) {
-            e.params.preamble.assign(preamble.begin(), preamble.end());
-            e.params.preamble_key = e.handover_key = next_handover_key();
+            sp.preamble.assign(preamble.begin(), preamble.end());
+            sp.preamble_key = e.handover_key = next_handover_key();
         }
         e.peer = c.peer;
-        e.llp = tcp::adopt_socket(c.fd.get(), e.params);
+        e.llp = tcp::adopt_socket(c.fd.get(), sp);
         if (e.llp < 0) {
             fail(c, w::Status::Ok, EBADF);
             return;

@@ -1,7 +1,10 @@
 // Connection manager: TCP connection set-up plus the MPA Request/Reply exchange (RFC 5044
 // 7.1, RFC 6581) that RNICPI leaves to the consumer, ending in a connected socket adopted
-// as an LLP stream handle (transport/tcp/tcp_channel.hpp) ready for
-// ri_qp_modify(IDLE->RTS, RI_QP_ATTR_LLQ_STREAM_HANDLE).
+// as an LLP stream handle ready for ri_qp_modify(IDLE->RTS, RI_QP_ATTR_LLQ_STREAM_HANDLE).
+//
+// This header speaks no transport's language: Established carries NegotiatedParams and
+// Failed a FailReason, and only the protocol engine behind the manager translates them to
+// and from its wire (MPA, the TCP channel's stream parameters).
 //
 // Transports: a listener also binds an abstract Unix stream socket named after its
 // (family, address, port) (transport/shm/shm.hpp). connect() to a peer on the same host
@@ -48,6 +51,7 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -56,8 +60,6 @@
 #include <vector>
 
 #include "rnicpi/rnicpi.h"
-#include "transport/tcp/tcp_channel.hpp"
-#include "transport/tcp/wire/mpa.hpp"
 
 namespace softrnic::cm {
 
@@ -82,8 +84,9 @@ struct CmResult {
     bool ok() const { return status == CmStatus::Ok; }
 };
 
-inline constexpr size_t kMaxPrivateData =
-    transport::tcp::wire::kMpaMaxPrivateData - transport::tcp::wire::kMpaIrdOrdLen;
+// ULP private data per set-up message: MPA's 512-byte PD_Length also carries the 4-byte
+// IRD/ORD block (the iWARP engine checks this against the wire codec).
+inline constexpr size_t kMaxPrivateData = 508;
 
 struct ConnParams {
     std::vector<uint8_t> private_data;  // <= kMaxPrivateData
@@ -126,12 +129,27 @@ struct Address {
     const sockaddr *get() const { return reinterpret_cast<const sockaddr *>(&storage); }
 };
 
+// What the set-up negotiated, as the consumer (and the transport behind the handle) sees it.
+struct NegotiatedParams {
+    uint32_t ird = 16;     // inbound RDMA Read Requests accepted outstanding
+    uint32_t ord = 16;     // outbound RDMA Read Requests allowed outstanding
+    bool crc = false;      // a CRC on every frame (MPA CRC32c; on if either side asked)
+    bool rfc7306 = false;  // atomics and immediate data agreed (ConnParams::rfc7306)
+    // Responder of a peer-to-peer set-up (RFC 6581 for iWARP): the initiator's
+    // ready-to-receive message is still to come; the stream consumes it and sends nothing
+    // before it, so the QP is usable as soon as the reply is out.
+    bool await_ready = false;
+    // Inbound RDMA Read Requests the manager consumed before the hand-over (a Read RTR,
+    // answered by the manager): the stream's first one is number reads_consumed + 1.
+    uint32_t reads_consumed = 0;
+};
+
 struct Established {
     ConnId id = 0;
     bool initiator = false;
     ri_llp_stream_handle_t llp = -1;    // now owned by the consumer (see file comment)
     std::vector<uint8_t> private_data;  // the peer's
-    transport::tcp::StreamParams params;
+    NegotiatedParams params;
     Address peer;
     LlpTransport transport = LlpTransport::Tcp;
     bool shm_cma = false;  // shm: bulk data moves by cross-memory attach (else bounce copy)
@@ -167,11 +185,25 @@ struct Unreachable {
 struct TimedOut {
     ConnId id = 0;
 };
-// Any other end of a connection the consumer knows about: peer closed, MPA protocol
-// error (wire_status), socket error (sys_errno).
+// Why a set-up failed on the protocol's side (None: it did not; see sys_errno).
+enum class FailReason : uint8_t {
+    None = 0,          // peer closed, socket error (sys_errno), responder timed out
+    Malformed,         // the peer's message is not of this protocol or is broken (key,
+                       // revision, length, framing, CRC)
+    Unsupported,       // well-formed but asks for what we refuse (MPA markers)
+    Incompatible,      // the negotiation cannot be met (IRD/ORD, no enhanced block)
+    NoReadyToReceive,  // peer-to-peer: no acceptable ready-to-receive message (RTR)
+};
+const char *to_string(FailReason r);
+
+// Any other end of a connection the consumer knows about: peer closed, protocol error
+// (reason), socket error (sys_errno).
 struct Failed {
     ConnId id = 0;
-    transport::tcp::wire::Status wire_status = transport::tcp::wire::Status::Ok;
+    FailReason reason = FailReason::None;
+    // The engine's own code for the fault, for diagnostics only (iWARP: the wire codec's
+    // status); 0 when reason is None.
+    uint16_t protocol_code = 0;
     int sys_errno = 0;
 };
 

@@ -686,8 +686,8 @@ void p2p_as_responder(bool offer_write, bool offer_read) {
         // sends until then (tests/tcp TcpRtr.*).
         auto est = srv.take<cm::Established>();
         ASSERT_TRUE(est);
-        EXPECT_TRUE(est->params.await_rtr);
-        EXPECT_EQ(est->params.rx_read_msn_base, 1u);
+        EXPECT_TRUE(est->params.await_ready);
+        EXPECT_EQ(est->params.reads_consumed, 0u);
         Log::release(est->llp);
         ::close(s);
         return;
@@ -707,8 +707,8 @@ void p2p_as_responder(bool offer_write, bool offer_read) {
     auto est = srv.take<cm::Established>();
     ASSERT_TRUE(est);
     // The Read RTR was consumed by the manager and used up Read Request MSN 1.
-    EXPECT_EQ(est->params.rx_read_msn_base, 2u);
-    EXPECT_FALSE(est->params.await_rtr);
+    EXPECT_EQ(est->params.reads_consumed, 1u);
+    EXPECT_FALSE(est->params.await_ready);
     Log::release(est->llp);
     ::close(s);
 }
@@ -769,7 +769,7 @@ TEST(CmP2p, InitiatorSendsWriteRtrFirst) {
 // then the connection is reported Failed: a P2P Reply choosing no RTR we offered (0x07),
 // and a Reply with a wrong key (0x04, the code siw uses).
 void bad_reply(const std::function<void(std::vector<uint8_t> &)> &mutate, w::TermCode want,
-               w::Status status) {
+               w::Status status, cm::FailReason reason) {
     int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     cm::Address a = loopback(AF_INET);
     ASSERT_EQ(::bind(l, a.get(), a.len), 0);
@@ -806,7 +806,8 @@ void bad_reply(const std::function<void(std::vector<uint8_t> &)> &mutate, w::Ter
     EXPECT_EQ(seg.term.code, want);
     auto failed = cli.take<cm::Failed>(id.value);
     ASSERT_TRUE(failed);
-    EXPECT_EQ(failed->wire_status, status);
+    EXPECT_EQ(failed->reason, reason);
+    EXPECT_EQ(failed->protocol_code, static_cast<uint16_t>(status));
     ::close(s);
     ::close(l);
 }
@@ -819,12 +820,13 @@ TEST(CmP2p, ReplyWithoutMatchingRtrEarnsTerminate) {
             f[w::kMpaHeaderLen] &= 0xBF;
             f[w::kMpaHeaderLen + 2] &= 0x3F;
         },
-        w::term_code(w::Status::MpaNoMatchingRtr), w::Status::MpaNoMatchingRtr);
+        w::term_code(w::Status::MpaNoMatchingRtr), w::Status::MpaNoMatchingRtr,
+        cm::FailReason::NoReadyToReceive);
 }
 
 TEST(CmP2p, ReplyWithBadKeyEarnsTerminate) {
     bad_reply([](std::vector<uint8_t> &f) { f[0] ^= 0x20; }, w::term_code(w::Status::MpaBadKey),
-              w::Status::MpaBadKey);
+              w::Status::MpaBadKey, cm::FailReason::Malformed);
 }
 
 }  // namespace

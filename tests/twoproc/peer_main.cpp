@@ -312,8 +312,8 @@ class Peer {
             if (!e) return err("timeout");
             if (auto *est = std::get_if<cm::Established>(&*e)) return established(*est);
             auto &f = std::get<cm::Failed>(*e);
-            return ok("event=failed errno=" + std::to_string(f.sys_errno) +
-                      " wire=" + std::to_string(static_cast<int>(f.wire_status)));
+            return ok("event=failed errno=" + std::to_string(f.sys_errno) + " wire=" +
+                      std::to_string(f.protocol_code) + " reason=" + cm::to_string(f.reason));
         }
 
         // connect <v4|v6|literal> <port> <crc 0|1> <pd hex> <timeout ms>
@@ -349,8 +349,8 @@ class Peer {
                 return ok("event=unreachable errno=" + std::to_string(u->sys_errno) + el);
             if (std::holds_alternative<cm::TimedOut>(*e)) return ok("event=timedout" + el);
             auto &f = std::get<cm::Failed>(*e);
-            return ok("event=failed errno=" + std::to_string(f.sys_errno) +
-                      " wire=" + std::to_string(static_cast<int>(f.wire_status)) + el);
+            return ok("event=failed errno=" + std::to_string(f.sys_errno) + " wire=" +
+                      std::to_string(f.protocol_code) + " reason=" + cm::to_string(f.reason) + el);
         }
 
         // buf <id> <len> <access flags>: (re)allocates a guarded buffer and registers it.

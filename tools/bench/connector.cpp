@@ -205,8 +205,8 @@ class CmConnector final : public Connector {
         if (std::holds_alternative<cm::TimedOut>(*ev))
             throw BenchError("connection set-up timed out (MPA)");
         auto &f = std::get<cm::Failed>(*ev);
-        throw BenchError("connection set-up failed (wire status " +
-                         std::to_string(static_cast<int>(f.wire_status)) + ", errno " +
+        throw BenchError("connection set-up failed (" + std::string(cm::to_string(f.reason)) +
+                         ", protocol code " + std::to_string(f.protocol_code) + ", errno " +
                          std::to_string(f.sys_errno) + ")");
     }
 
