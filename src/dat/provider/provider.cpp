@@ -15,7 +15,6 @@
 
 #include "provider_internal.hpp"
 #include "softrnic/softrnic.h"
-#include "transport/tcp/tcp_channel.hpp"
 
 #define DAPL_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -657,8 +656,10 @@ void on_async(ri_os_data_t vp_os, ri_event_record_t *ev) {
 
 // ------------------------------------------------------------------------------ CM upcalls
 
+// A stream no QP claimed goes back through the connection manager, which knows every
+// transport's own way of closing one (a TCP socket; a shm socket and its two segments).
 void release_llp(ri_llp_stream_handle_t h) {
-    if (transport::tcp::forget_socket(h)) ::close(h);
+    cm::release_unclaimed(h);
 }
 
 Ep *conn_ep(Ia *ia, cm::ConnId id) {
