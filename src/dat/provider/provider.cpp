@@ -23,10 +23,10 @@ namespace softrnic::dapl {
 namespace {
 // Heap-allocated so that a process exiting with IAs still open (their threads may still
 // look handles up) never sees it destroyed; freed at unload when nothing is live.
-api::HandleTable *g_handles = new api::HandleTable;
+api::ObjectRegistry *g_handles = new api::ObjectRegistry;
 }  // namespace
 
-api::HandleTable &handles() {
+api::ObjectRegistry &handles() {
     return *g_handles;
 }
 
@@ -1507,7 +1507,7 @@ struct IdlePolls {
     uint32_t empties = 0;
 };
 // Initial-exec: read on every dequeue, and a dlopen'ed library's ordinary thread_local
-// costs a __tls_get_addr call per access (see HandleTable::remembered).
+// costs a __tls_get_addr call per access (see ObjectRegistry::remembered).
 [[gnu::tls_model("initial-exec")]] thread_local IdlePolls tls_idle_polls;
 
 DAT_RETURN evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event) {

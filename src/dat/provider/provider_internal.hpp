@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
+#include "api/common/object_registry.hpp"
 #include "base/futex_mutex.hpp"
 #include "cm/connection_manager.hpp"
-#include "handle_table.hpp"
 
 namespace softrnic::dapl {
 
@@ -284,7 +284,7 @@ struct Ia : Obj {
 };
 
 // The one registry of live handles of this provider.
-api::HandleTable &handles();
+api::ObjectRegistry &handles();
 // Deletes an object through its real type (Obj has no virtual destructor).
 void destroy_obj(void *p);
 
