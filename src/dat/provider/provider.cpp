@@ -9,10 +9,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <string_view>
 #include <thread>
 
+#include "api/common/connection_binder.hpp"
+#include "api/common/upcall_router.hpp"
 #include "provider_internal.hpp"
 #include "softrnic/softrnic.h"
 
@@ -23,10 +26,10 @@ namespace softrnic::dapl {
 namespace {
 // Heap-allocated so that a process exiting with IAs still open (their threads may still
 // look handles up) never sees it destroyed; freed at unload when nothing is live.
-api::HandleTable *g_handles = new api::HandleTable;
+api::ObjectRegistry *g_handles = new api::ObjectRegistry;
 }  // namespace
 
-api::HandleTable &handles() {
+api::ObjectRegistry &handles() {
     return *g_handles;
 }
 
@@ -314,36 +317,15 @@ void drop_provider_ep(Ep *ep);
     return true;
 }
 
-// Moves CQ completions into the EVD's queue while there is room. Called with evd->mu
-// held, see wc_to_event for `broken`.
-//
-// With `first` (the queue is then empty), the oldest completion becomes *first instead,
-// the caller's own event: dat_evd_dequeue's common case (one event, nothing queued) then
-// fills the consumer's DAT_EVENT in place rather than a queue slot it copies out of.
-// Returns whether *first was filled.
+// Moves CQ completions into the EVD's queue while there is room (the queue's drain_cq,
+// `first` included). Called with evd->mu held, see wc_to_event for `broken`.
 bool pull_cq_locked(Evd *evd, std::vector<Ep *> *broken, DAT_EVENT *first = nullptr) {
-    if (evd->cq == nullptr) return false;
-    bool filled = false;
-    ri_wc_t wcs[16];
-    for (;;) {
-        size_t room = evd->qlen > DAT_COUNT(evd->q.size()) ? evd->qlen - evd->q.size() : 0;
-        if (first && !filled) ++room;  // *first takes no queue slot
-        if (room == 0) return filled;
-        uint_t n = static_cast<uint_t>(std::min<size_t>(room, 16));
-        ri_err_data_t e = 0;
-        if (ri_cq_poll(evd->ia->rnic, evd->cq, wcs, &n, &e) != RI_RET_SUCCESS || n == 0)
-            return filled;
-        uint_t i = 0;
-        if (first && !filled) {
-            while (i < n && !filled) {
-                *first = DAT_EVENT{};
-                filled = wc_to_event(evd, wcs[i++].rc_wc, *first, broken);
-            }
-        }
-        for (; i < n; ++i)
-            if (!wc_to_event(evd, wcs[i].rc_wc, evd->q.emplace_back(), broken)) evd->q.pop_back();
-        if (n < 16) return filled;
-    }
+    return evd->drain_cq(
+        size_t(evd->qlen),
+        [evd, broken](const ri_wc_t &wc, DAT_EVENT &ev) {
+            return wc_to_event(evd, wc.rc_wc, ev, broken);
+        },
+        first);
 }
 
 void break_all(std::vector<Ep *> &broken) {
@@ -586,19 +568,24 @@ void ep_break(Ep *ep, DAT_EVENT_NUMBER num, bool flush) {
 // thread blocks in dat_evd_wait. Caller holds evd->mu.
 void cno_arm_locked(Evd *evd) {
     if (!evd->cq || !evd->cno || !evd->enabled) return;
-    ri_err_data_t e = 0;
-    ri_cq_req_notification(evd->ia->rnic, evd->cq, RI_CMPLT_NOTIFY_ANY, &e);
+    evd->arm();
+}
+
+// The RNICPI os_data of the IA (RNIC), EVDs (CQs), EPs (QPs) and SRQs are the objects
+// themselves, validated by the router before use.
+api::UpcallRouter router() {
+    return api::UpcallRouter(handles(), api::UpcallKinds{DAT_HANDLE_TYPE_IA, DAT_HANDLE_TYPE_EVD,
+                                                         DAT_HANDLE_TYPE_EP, DAT_HANDLE_TYPE_SRQ});
 }
 
 void on_cq(ri_os_data_t, ri_os_data_t cq_os) {
-    auto *evd = static_cast<Evd *>(cq_os);
-    if (!handles().valid(evd, DAT_HANDLE_TYPE_EVD)) return;
+    auto *evd = static_cast<Evd *>(router().cq(cq_os));
+    if (!evd) return;
     Cno *cno = nullptr;
     std::vector<Ep *> broken;
     {
         std::lock_guard lk(evd->mu);
-        ++evd->wake_seq;
-        evd->cv.notify_all();
+        evd->notify();
         // Re-armed before the trigger: a completion that lands after this notification
         // either notifies again or is already in the CQ when the woken consumer dequeues
         // (and evd_dequeue re-triggers for what it leaves behind).
@@ -617,48 +604,36 @@ void on_cq(ri_os_data_t, ri_os_data_t cq_os) {
 }
 
 void on_async(ri_os_data_t vp_os, ri_event_record_t *ev) {
-    auto *ia = static_cast<Ia *>(vp_os);
-    if (!ev || !handles().valid(ia, DAT_HANDLE_TYPE_IA)) return;
-    void *os = ev->event_data.resource_os_data;
-    switch (ev->event_type) {
-        case RI_EVENT_QP_LLQ_CLOSE_COMPLETE:
-        case RI_EVENT_TYPE_BAD_CLOSE:
-        case RI_EVENT_QP_BAD_LLQ_CLOSE:
-        case RI_EVENT_QP_LLQ_CONNECTION_RESET:
+    const std::optional<api::RoutedAsync> up = router().async(vp_os, ev);
+    if (!up) return;
+    auto *ia = static_cast<Ia *>(up->rnic);
+    void *os = up->object;
+    switch (up->what) {
+        case api::AsyncUpcall::QpClosed:
             // The peer closed (gracefully or not): DISCONNECTED (L5357).
             ep_break(static_cast<Ep *>(os), DAT_CONNECTION_EVENT_DISCONNECTED, true);
             return;
-        case RI_EVENT_SRQ_LIMIT_REACHED:
-            if (handles().valid(os, DAT_HANDLE_TYPE_SRQ))
-                post_async(ia, DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR, os,
-                           DAT_SRQ_LOW_WATERMARK_EVENT);
+        case api::AsyncUpcall::SrqLimit:
+            post_async(ia, DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR, os,
+                       DAT_SRQ_LOW_WATERMARK_EVENT);
             return;
-        case RI_EVENT_QP_RQ_LIMIT_REACHED:
+        case api::AsyncUpcall::QpRqLimit:
             // An SRQ EP's high watermark (dat_ep_set_watermark): not an error of the QP.
-            if (handles().valid(os, DAT_HANDLE_TYPE_EP))
-                ep_watermark_reached(static_cast<Ep *>(os));
+            ep_watermark_reached(static_cast<Ep *>(os));
             return;
-        case RI_EVENT_CQ_OVERFLOW_DETECTED:
-        case RI_EVENT_CQ_OP_ERROR:
-        case RI_EVENT_CQ_ERROR:
-            if (handles().valid(os, DAT_HANDLE_TYPE_EVD))
-                post_async(ia, DAT_ASYNC_ERROR_EVD_OVERFLOW, os, DAT_EVD_OVERFLOW_ERROR);
+        case api::AsyncUpcall::CqError:
+            post_async(ia, DAT_ASYNC_ERROR_EVD_OVERFLOW, os, DAT_EVD_OVERFLOW_ERROR);
             return;
-        case RI_EVENT_LOCAL_CATASTROPHIC_ERROR:
+        case api::AsyncUpcall::Catastrophic:
             post_async(ia, DAT_ASYNC_ERROR_IA_CATASTROPHIC, ia, DAT_IA_CATASTROPHIC_ERROR);
             return;
-        default:
-            if (handles().valid(os, DAT_HANDLE_TYPE_EP))
-                ep_break(static_cast<Ep *>(os), DAT_CONNECTION_EVENT_BROKEN, true);
+        case api::AsyncUpcall::QpError:
+            ep_break(static_cast<Ep *>(os), DAT_CONNECTION_EVENT_BROKEN, true);
             return;
     }
 }
 
 // ------------------------------------------------------------------------------ CM upcalls
-
-void release_llp(ri_llp_stream_handle_t h) {
-    cm::release_unclaimed(h);
-}
 
 Ep *conn_ep(Ia *ia, cm::ConnId id) {
     std::lock_guard lk(ia->mu);
@@ -669,7 +644,7 @@ Ep *conn_ep(Ia *ia, cm::ConnId id) {
 void on_established(Ia *ia, cm::Established &e) {
     Ep *ep = conn_ep(ia, e.id);
     if (!ep || !handles().valid(ep, DAT_HANDLE_TYPE_EP)) {
-        release_llp(e.llp);  // the EP gave up (disconnect or free during set-up)
+        api::release_established(e);  // the EP gave up (disconnect or free during set-up)
         return;
     }
     Evd *conn = ep->conn;
@@ -684,29 +659,19 @@ void on_established(Ia *ia, cm::Established &e) {
     if (!pending || ep->conn_id != e.id) {
         lk.unlock();
         elk.unlock();
-        release_llp(e.llp);
+        api::release_established(e);
         return;
     }
-    ri_qp_attr_t a{};
-    a.state = RI_QP_STATE_READY_TO_SEND;
-    a.qp_xport.qp_iwarp.llp_stream_handle = e.llp;
-    a.max_rdma_read_outgoing =
-        std::min<uint32_t>(e.params.ord, uint32_t(ep->attr.max_rdma_read_out));
-    a.max_rdma_read_incoming =
-        std::max<uint32_t>(e.params.ird, uint32_t(ep->attr.max_rdma_read_in));
-    ri_err_data_t er = 0;
     ri_api_return_t r;
     {
+        // The binder releases the stream when the QP cannot take it.
         std::lock_guard q(ep->qp_mu);
-        r = ep->qp ? ri_qp_modify(ia->rnic, ep->qp,
-                                  static_cast<ri_qp_attr_mask_t>(RI_QP_ATTR_NEXT_STATE |
-                                                                 RI_QP_ATTR_LLQ_STREAM_HANDLE),
-                                  &a, &er)
-                   : RI_RET_QP_INVALID_HANDLE;
+        r = api::bind_established(ia->rnic, ep->qp, e,
+                                  api::ReadCredits{uint32_t(ep->attr.max_rdma_read_out),
+                                                   uint32_t(ep->attr.max_rdma_read_in)});
     }
     bool initiator = e.initiator;
     if (r != RI_RET_SUCCESS) {
-        release_llp(e.llp);
         ep->state = DAT_EP_STATE_DISCONNECTED;
         ep->conn_id = 0;
         qp_flush(ep);
@@ -1317,6 +1282,7 @@ Evd *make_evd(Ia *ia, DAT_COUNT qlen, DAT_EVD_FLAGS flags, Cno *cno, DAT_RETURN 
         ca.num_cqe = std::min<uint32_t>(max, uint32_t(qlen) * 2 + 64);
         ca.handler_id = ia->cq_handler;
         ri_err_data_t e = 0;
+        evd->rnic = ia->rnic;
         if (ri_cq_create(ia->rnic, &ca, &evd->cq, nullptr, evd, &e) != RI_RET_SUCCESS) {
             delete evd;
             ret = err(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEVD);
@@ -1466,19 +1432,12 @@ DAT_RETURN evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT threshold, 
         // then sleep until the CQ handler, a provider event or the deadline wakes us.
         uint64_t seq = evd->wake_seq;
         if (evd->cq) {
-            ri_err_data_t e = 0;
-            ri_cq_req_notification(evd->ia->rnic, evd->cq, RI_CMPLT_NOTIFY_ANY, &e);
+            evd->arm();
             pull_cq_locked(evd, &broken);
             if (DAT_COUNT(evd->q.size()) >= threshold) continue;
         }
-        size_t have = evd->q.size();
-        auto woken = [&] {
-            return evd->wake_seq != seq || evd->q.size() != have || evd->aborted || !evd->waitable;
-        };
-        // Bounded sleeps keep a lost wake-up from hanging a waiter forever.
-        auto step = Clock::now() + std::chrono::milliseconds(100);
-        if (!infinite && deadline < step) step = deadline;
-        evd->cv.wait_until(lk, step, woken);
+        evd->sleep(lk, seq, infinite ? std::nullopt : std::optional(deadline),
+                   [evd] { return evd->aborted || !evd->waitable; });
     }
     evd->waiter = false;
     lk.unlock();
@@ -1505,7 +1464,7 @@ struct IdlePolls {
     uint32_t empties = 0;
 };
 // Initial-exec: read on every dequeue, and a dlopen'ed library's ordinary thread_local
-// costs a __tls_get_addr call per access (see HandleTable::remembered).
+// costs a __tls_get_addr call per access (see ObjectRegistry::remembered).
 [[gnu::tls_model("initial-exec")]] thread_local IdlePolls tls_idle_polls;
 
 DAT_RETURN evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event) {

@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "base/futex_mutex.hpp"
+#include "api/common/event_queue.hpp"
+#include "api/common/object_registry.hpp"
 #include "cm/connection_manager.hpp"
-#include "handle_table.hpp"
 
 namespace softrnic::dapl {
 
@@ -65,65 +65,17 @@ struct Cno : Obj {
     using Obj::Obj;
 };
 
-// The events an EVD holds, oldest first: a ring sized when the EVD is created or resized
-// that grows only when full (an async EVD's SRQ slots), so taking and adding events
-// allocates nothing. A std::deque allocated and freed a block every few events, on every
-// dat_evd_dequeue path. Caller holds the EVD's mutex.
-class EventRing {
-  public:
-    void reserve(size_t n) {
-        if (n > buf_.size()) regrow(n);
-    }
-    size_t size() const { return count_; }
-    bool empty() const { return count_ == 0; }
-    const DAT_EVENT &front() const { return buf_[head_]; }
-    void pop_front() {
-        head_ = head_ + 1 == buf_.size() ? 0 : head_ + 1;
-        --count_;
-    }
-    void push_back(const DAT_EVENT &e) { emplace_back() = e; }
-    // A zeroed slot at the back, filled in place. An event assembled on the stack and
-    // copied in was read back with wide loads over its narrow field stores, a store
-    // forwarding stall that cost a third of the CQ-to-event conversion.
-    DAT_EVENT &emplace_back() {
-        if (count_ == buf_.size()) regrow(buf_.empty() ? 8 : buf_.size() * 2);
-        size_t tail = head_ + count_;
-        if (tail >= buf_.size()) tail -= buf_.size();
-        ++count_;
-        DAT_EVENT &slot = buf_[tail];
-        slot = DAT_EVENT{};
-        return slot;
-    }
-    // Takes back the event emplace_back just handed out.
-    void pop_back() { --count_; }
-
-  private:
-    void regrow(size_t n) {
-        std::vector<DAT_EVENT> grown(n);
-        for (size_t i = 0; i < count_; ++i)
-            grown[i] = buf_[(head_ + i) % buf_.size()];
-        buf_.swap(grown);
-        head_ = 0;
-    }
-    std::vector<DAT_EVENT> buf_;
-    size_t head_ = 0;
-    size_t count_ = 0;
-};
-
-struct Evd : Obj {
-    base::FutexMutex mu;
-    std::condition_variable_any cv;
-    EventRing q;
+// The shared event queue (src/api/common) supplies the lock `mu`, the ring `q`, the CQ
+// `cq` and the wake-up of waiters; the EVD adds what uDAPL says about its events.
+struct Evd : Obj, api::EventQueue<DAT_EVENT> {
     DAT_COUNT qlen = 0;
     DAT_EVD_FLAGS flags{};
-    ri_cq_handle_t cq = nullptr;
     uint32_t cq_size = 0;
     Cno *cno = nullptr;
     bool enabled = true;
     bool waitable = true;
     bool waiter = false;
     bool aborted = false;
-    uint64_t wake_seq = 0;            // bumped by CQ notifications
     std::atomic<int> users{0};        // EPs, SPs attached
     std::atomic<int> unsignalled{0};  // EPs with UNSIGNALLED request completions
     // Async EVD only: one slot held for each live SRQ EP on the IA, so that the EP_BROKEN
@@ -284,7 +236,7 @@ struct Ia : Obj {
 };
 
 // The one registry of live handles of this provider.
-api::HandleTable &handles();
+api::ObjectRegistry &handles();
 // Deletes an object through its real type (Obj has no virtual destructor).
 void destroy_obj(void *p);
 

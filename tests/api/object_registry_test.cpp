@@ -1,19 +1,17 @@
-// The provider's handle registry (src/dat/provider/handle_table.hpp): validation answers
-// and its per-thread cache. Handles are plain addresses here, never dereferenced.
-#include "../../src/dat/provider/handle_table.hpp"
+// The face object registry (src/api/common/object_registry.hpp): validation answers and
+// its per-thread cache. Handles are plain addresses here, never dereferenced.
+#include "api/common/object_registry.hpp"
 
-#include <elf.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdint>
-#include <fstream>
 #include <thread>
 #include <vector>
 
 namespace {
 
-using softrnic::api::HandleTable;
+using softrnic::api::ObjectRegistry;
 
 void *handle_at(uintptr_t address) {
     return reinterpret_cast<void *>(address);
@@ -27,8 +25,8 @@ std::vector<void *> handles(size_t n, uintptr_t base = 0x5555'0000'1000) {
     return out;
 }
 
-TEST(DatHandleTable, KindsFreedAndUnknownHandles) {
-    HandleTable t;
+TEST(ObjectRegistry, KindsFreedAndUnknownHandles) {
+    ObjectRegistry t;
     auto hs = handles(3);
     t.add(hs[0], 1);
     t.add(hs[1], 2);
@@ -51,9 +49,9 @@ TEST(DatHandleTable, KindsFreedAndUnknownHandles) {
     EXPECT_EQ(destroyed, 0);
 }
 
-// Two tables never answer for each other, even for the same address.
-TEST(DatHandleTable, AnswersAreKeyedByTable) {
-    HandleTable a, b;
+// Two registries never answer for each other, even for the same address.
+TEST(ObjectRegistry, AnswersAreKeyedByTable) {
+    ObjectRegistry a, b;
     void *h = handles(1)[0];
     a.add(h, 7);
     EXPECT_TRUE(a.valid(h, 7));
@@ -65,25 +63,25 @@ TEST(DatHandleTable, AnswersAreKeyedByTable) {
 }
 
 // A thread cycling through a dozen objects (EPs, EVDs, LMRs of an MPI rank's progress
-// loop) finds them in its cache after the first pass: no lookups under the table's lock.
+// loop) finds them in its cache after the first pass: no lookups under the registry's lock.
 // The 4-entry cache this replaced missed on every call of such a loop.
-TEST(DatHandleTable, ADozenHandlesInALoopAreAnsweredFromTheCache) {
-    HandleTable t;
+TEST(ObjectRegistry, ADozenHandlesInALoopAreAnsweredFromTheCache) {
+    ObjectRegistry t;
     auto hs = handles(12);
     for (void *h : hs)
         t.add(h, 3);
     for (void *h : hs)
         ASSERT_TRUE(t.valid(h, 3));
-    const uint64_t before = HandleTable::thread_misses();
+    const uint64_t before = ObjectRegistry::thread_misses();
     for (int pass = 0; pass < 100; ++pass)
         for (void *h : hs)
             ASSERT_TRUE(t.valid(h, 3));
-    EXPECT_EQ(HandleTable::thread_misses() - before, 0u);
+    EXPECT_EQ(ObjectRegistry::thread_misses() - before, 0u);
 }
 
 // Each thread has its own cache, and each sees a removal made by another.
-TEST(DatHandleTable, RemovalOnAnotherThreadIsSeen) {
-    HandleTable t;
+TEST(ObjectRegistry, RemovalOnAnotherThreadIsSeen) {
+    ObjectRegistry t;
     auto hs = handles(2);
     t.add(hs[0], 1);
     t.add(hs[1], 1);
@@ -96,22 +94,22 @@ TEST(DatHandleTable, RemovalOnAnotherThreadIsSeen) {
 // Destructors of thread_local objects may still validate handles after the cache's owner
 // is gone (it is destroyed at thread exit like them, in reverse order of construction):
 // the answers stay right, uncached, and nothing touches the freed cache.
-TEST(DatHandleTable, ValidatesDuringThreadExitAfterTheCacheIsGone) {
-    HandleTable t;
+TEST(ObjectRegistry, ValidatesDuringThreadExitAfterTheCacheIsGone) {
+    ObjectRegistry t;
     auto hs = handles(2);
     t.add(hs[0], 5);
     std::atomic<int> live_answer{-1}, freed_answer{-1};
     std::atomic<uint64_t> misses_at_exit{~0ull};
     std::thread([&] {
         struct LateValidator {
-            HandleTable *table = nullptr;
+            ObjectRegistry *table = nullptr;
             void *live = nullptr, *unknown = nullptr;
             std::atomic<int> *live_answer = nullptr, *freed_answer = nullptr;
             std::atomic<uint64_t> *misses = nullptr;
             ~LateValidator() {
                 live_answer->store(table->valid(live, 5) ? 1 : 0, std::memory_order_relaxed);
                 freed_answer->store(table->valid(unknown, 5) ? 1 : 0, std::memory_order_relaxed);
-                misses->store(HandleTable::thread_misses(), std::memory_order_relaxed);
+                misses->store(ObjectRegistry::thread_misses(), std::memory_order_relaxed);
             }
         };
         // Constructed before this thread's first validation creates the cache, so it is
@@ -124,30 +122,6 @@ TEST(DatHandleTable, ValidatesDuringThreadExitAfterTheCacheIsGone) {
     EXPECT_EQ(live_answer.load(), 1);
     EXPECT_EQ(freed_answer.load(), 0);
     EXPECT_EQ(misses_at_exit.load(), 0u);  // no cache any more: nothing counted
-}
-
-// The provider reads its per-thread state through initial-exec TLS (one %fs-relative
-// load instead of a __tls_get_addr call per access). A dlopen'ed library with
-// initial-exec TLS must fit its whole TLS block in the static surplus glibc reserves, or
-// the dlopen fails ("cannot allocate memory in static TLS block"). The block stays a few
-// words: per-thread tables belong on the heap, reached through a pointer.
-TEST(DatHandleTable, ProviderTlsBlockFitsTheStaticSurplus) {
-    std::ifstream f(DAPL_SOFTRNIC_LIB, std::ios::binary);
-    ASSERT_TRUE(f) << DAPL_SOFTRNIC_LIB;
-    Elf64_Ehdr eh{};
-    ASSERT_TRUE(f.read(reinterpret_cast<char *>(&eh), sizeof eh));
-    ASSERT_EQ(eh.e_ident[EI_CLASS], ELFCLASS64);
-    ASSERT_EQ(eh.e_phentsize, sizeof(Elf64_Phdr));
-    uint64_t tls_bytes = 0;
-    for (unsigned i = 0; i < eh.e_phnum; ++i) {
-        Elf64_Phdr ph{};
-        f.seekg(std::streamoff(eh.e_phoff + i * sizeof ph));
-        ASSERT_TRUE(f.read(reinterpret_cast<char *>(&ph), sizeof ph));
-        if (ph.p_type == PT_TLS) tls_bytes = ph.p_memsz;
-    }
-    // glibc keeps at least 512 bytes of optional static TLS for dlopen'ed libraries;
-    // libsoftrnic, loaded with the provider, takes a few words of it too.
-    EXPECT_LE(tls_bytes, 256u);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// Handle registry for API-layer objects (uDAPL today; IT-API and the IB Access Layer need
-// the same thing, so this header has no DAT dependency and could move to a shared
-// src/api/ folder unchanged).
+// The registry of a face's live objects, which validates the handles the face hands out
+// (uDAPL today; IT-API, the IB Access Layer and the Lane15 CI need the same thing, so
+// nothing here knows a face's types: an object is an address and a small integer kind).
 //
 // Why: uDAPL handles are raw pointers (the registry dispatches through their first word),
 // so a freed or forged handle cannot be recognised by looking at it. Every live object is
@@ -23,7 +23,7 @@
 
 namespace softrnic::api {
 
-class HandleTable {
+class ObjectRegistry {
   public:
     using Deleter = std::function<void(void *)>;
 
@@ -34,7 +34,7 @@ class HandleTable {
     // True when `h` is live and of `kind` (kind < 0: any kind).
     //
     // Every data-path call validates its handle, so the common case avoids the lock: each
-    // thread remembers the last few handles it found live, tagged with the table's epoch,
+    // thread remembers the last few handles it found live, tagged with the registry's epoch,
     // which every removal advances. A remembered answer is used only while the epoch is
     // unchanged, i.e. while no handle has been removed since: a handle freed by a call
     // that happened before this one is never taken as live (the acquire load sees the
@@ -43,7 +43,7 @@ class HandleTable {
     // covers that window either way.
     //
     // The hit is inline and compares two words per way: the handle, and a stamp that joins
-    // the table's id and its epoch. It runs several times per data-path call (the handle
+    // the registry's id and its epoch. It runs several times per data-path call (the handle
     // itself, and each completion's EP when events are made), where the out-of-line
     // version cost ~44 instructions a lookup, a quarter of the provider's own per call.
     bool valid(const void *h, int kind) const {
@@ -54,7 +54,7 @@ class HandleTable {
         }
         return valid_slow(h, kind);
     }
-    // Lookups on this thread, of any table, that the per-thread cache could not answer.
+    // Lookups on this thread, of any registry, that the per-thread cache could not answer.
     static uint64_t thread_misses() {
         const Remembered *mem = remembered();
         return mem != nullptr ? mem->misses : 0;
@@ -88,7 +88,7 @@ class HandleTable {
             old.second(old.first);
         }
     }
-    ~HandleTable() {
+    ~ObjectRegistry() {
         for (auto &p : parked_)
             p.second(p.first);
     }
@@ -120,12 +120,12 @@ class HandleTable {
     // Per thread: handles found live, in a small 2-way set-associative cache (two probes
     // per lookup). A program posts to and polls a handful of objects in its loop, but an
     // MPI rank may cycle through dozens of EPs; the 4-entry list this replaces was scanned
-    // in full on every call and thrashed past 4 handles. Keyed by the table's id too, so
-    // that entries of a destroyed table can never match a new one at the same address.
+    // in full on every call and thrashed past 4 handles. Keyed by the registry's id too, so
+    // that entries of a destroyed registry can never match a new one at the same address.
     struct Remembered {
         struct Entry {
             const void *handle = nullptr;
-            uint64_t stamp = 0;  // the table's stamp_ when the handle was found live
+            uint64_t stamp = 0;  // the registry's stamp_ when the handle was found live
             int kind = -1;
         };
         struct Set {
@@ -177,8 +177,8 @@ class HandleTable {
     }
 
     static constexpr std::size_t kQuarantine = 4096;
-    // The table's id (high 24 bits: ids repeat only after 2^24 tables, so entries of a
-    // destroyed table do not match a new one at the same address) and its epoch (low 40
+    // The registry's id (high 24 bits: ids repeat only after 2^24 registries, so entries of a
+    // destroyed registry do not match a new one at the same address) and its epoch (low 40
     // bits), advanced by every removal (remove, retire).
     std::atomic<uint64_t> stamp_{next_id() << 40};
     mutable std::shared_mutex mu_;
