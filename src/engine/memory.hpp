@@ -91,7 +91,7 @@ struct MemEntry {
 };
 
 // True when [va, va+len) is mapped in this process, and writable when `need_write`: the
-// access layer's check before pages are registered (L1219-1221); softrnic is its own AL.
+// host's check before pages are registered (RNICPI L1219-1221); softrnic is its own host.
 bool range_mapped(uint64_t va, uint64_t len, bool need_write);
 
 // After a change to what `e` accepts (its gate closed, or its valid bit cleared): when a
