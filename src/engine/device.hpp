@@ -14,6 +14,7 @@
 #include "engine/events.hpp"
 #include "engine/handles.hpp"
 #include "engine/memory.hpp"
+#include "engine/object.hpp"
 #include "rnicpi/rnicpi.h"
 #include "transport/progress.hpp"
 
@@ -60,20 +61,16 @@ struct RnicHandle {
     View view;
     ri_consumer_domain_t location;
     ri_os_data_t os_data;
-    std::atomic<uint32_t> children{0};
+    // Objects created on this handle (Object::owner) and memory entries it owns.
+    UseCount users;
     // Provider-serialised view: serialises calls on this handle's objects (L1353-1358).
     std::recursive_mutex serial;
     static constexpr uint32_t kMagic = 0x53524E43;  // "SRNC"
     bool privileged() const { return view != View::User; }
 };
 
-class Pd {
-  public:
-    RnicHandle *owner = nullptr;
-    void *handle = nullptr;
-    ri_os_data_t os_data = nullptr;
-    std::atomic<uint32_t> users{0};
-};
+// A protection domain: nothing but an object that others use.
+class Pd : public Object {};
 
 // A completion as queued inside a CQ.
 struct Cqe {
@@ -83,19 +80,15 @@ struct Cqe {
     bool solicited;
 };
 
-class Cq {
+// A completion queue; its users are the work queues it is attached to.
+class Cq : public Object {
   public:
-    Device *dev = nullptr;
-    RnicHandle *owner = nullptr;
-    void *handle = nullptr;
-    ri_os_data_t os_data = nullptr;
     uint32_t handler_id = 0;
     uint32_t requested = 0;
     SlotQueue<Cqe> ring;
     ScopedGate resize_gate;
     std::atomic<uint8_t> armed{0};  // 0 none, 1 solicited, 2 any
     std::atomic<bool> overflowed{false};
-    std::atomic<uint32_t> users{0};  // attached work queues
 
     // Producer side (any thread). Returns false on overflow (the CQ is then in error).
     bool push(const Cqe &e);
@@ -114,13 +107,10 @@ struct RecvWqe {
     uint32_t num_sgls;
 };
 
-class Srq {
+// A shared receive queue; its users are the QPs attached to it.
+class Srq : public Object {
   public:
-    Device *dev = nullptr;
-    RnicHandle *owner = nullptr;
-    void *handle = nullptr;
-    ri_os_data_t os_data = nullptr;
-    Pd *pd = nullptr;
+    Use<Pd> pd;
     uint32_t max_wrs = 0;
     uint32_t max_sgl = 0;
     std::atomic<uint32_t> lowat{0};
@@ -129,7 +119,6 @@ class Srq {
     SlotQueue<RecvWqe, ri_data_seg_t> ring;
     std::atomic<uint32_t> posted{0};  // WQEs in the queue
     ScopedGate resize_gate;
-    std::atomic<uint32_t> users{0};  // attached QPs
     std::mutex post_mu;  // orders posters against resize (posters are the consumer's threads)
 };
 

@@ -30,7 +30,7 @@ struct CqOps {
             }
             auto c = std::make_unique<Cq>();
             c->dev = &d;
-            c->owner = r;
+            c->owner.reset(r);
             c->os_data = os;
             c->handler_id = id;
             c->requested = attr->num_cqe;
@@ -39,7 +39,6 @@ struct CqOps {
             void *handle = d.cqs.insert(std::move(c));
             if (!handle) return RI_RET_RESOURCE_SHORTAGE;
             raw->handle = handle;
-            r->children.fetch_add(1, std::memory_order_acq_rel);
             attr->num_cqe = static_cast<uint32_t>(raw->ring.capacity());
             *cq = handle;
             return RI_RET_SUCCESS;
@@ -105,13 +104,12 @@ struct CqOps {
                 Serial s(r);
                 Cq *c = owned(r->dev->cqs, cq, r);
                 if (!c) return RI_RET_CQ_INVALID_HANDLE;
-                if (c->users.load(std::memory_order_acquire)) return RI_RET_CQ_INUSE;
+                if (c->users.in_use()) return RI_RET_CQ_INUSE;
                 gone = r->dev->cqs.erase(cq);
             }
             // No handler for this CQ runs after we return (L3070). Drained without the
             // handle's lock: the handler may be polling through this very handle.
             r->dev->events.drain();
-            r->children.fetch_sub(1, std::memory_order_acq_rel);
             return RI_RET_SUCCESS;
         });
     }

@@ -98,15 +98,14 @@ struct MemOps {
             if (*list_len == 0 || *list_len > Limits::kMaxPbl) return RI_RET_INVALID_PARAMETER;
             MemEntry *e = r->dev->stags.allocate(MemKind::FastRegRegion);
             if (!e) return RI_RET_RESOURCE_SHORTAGE;
-            e->pd = p;
+            e->pd.reset(p);
             e->access = static_cast<uint32_t>(attr) | RI_MEM_FLAGS_LOCAL_READ;
             e->pbl_capacity = *list_len;
             e->os_data = os;
             e->owner_rnic.store(r, std::memory_order_release);
+            e->owner.reset(r);
             // Invalid until fast-registered; the key comes from the input *ltag (L5018).
             e->word.store(uint64_t{e->index} << 8 | (*ltag & 0xFF), std::memory_order_release);
-            p->users.fetch_add(1, std::memory_order_acq_rel);
-            r->children.fetch_add(1, std::memory_order_acq_rel);
             *ltag = e->stag();
             if (rtag) *rtag = e->stag();
             *mr = r->dev->stags.handle_of(e, false);
@@ -135,12 +134,11 @@ struct MemOps {
             pages->base = reinterpret_cast<std::byte *>(static_cast<uintptr_t>(a->va));
             pages->length = a->length;
             e->pages = pages;
-            e->pd = p;
+            e->pd.reset(p);
             e->os_data = os;
             e->owner_rnic.store(r, std::memory_order_release);
+            e->owner.reset(r);
             publish_region(*e, pages->base, a->va, a->length, attr, next_key(*e, *ltag, attr));
-            p->users.fetch_add(1, std::memory_order_acq_rel);
-            r->children.fetch_add(1, std::memory_order_acq_rel);
             *ltag = e->stag();
             if (rtag) *rtag = e->stag();
             *mr = r->dev->stags.handle_of(e, false);
@@ -206,11 +204,8 @@ struct MemOps {
         // Any later failure frees the region: both old and new registrations are gone
         // (L3787-3788), and the handle is no longer valid.
         auto dropped = [&](ri_api_return_t c) {
-            Pd *old_pd = e->pd;
             d.stags.release(e);
             e->gate.open();
-            old_pd->users.fetch_sub(1, std::memory_order_acq_rel);
-            r->children.fetch_sub(1, std::memory_order_acq_rel);
             return c;
         };
         Pd *new_pd = e->pd;
@@ -253,11 +248,7 @@ struct MemOps {
             // New rights on the old pages: they must allow what the rights allow.
             return dropped(RI_RET_MEM_INVALID_ACCESS);
         }
-        if (new_pd != e->pd) {
-            e->pd->users.fetch_sub(1, std::memory_order_acq_rel);
-            new_pd->users.fetch_add(1, std::memory_order_acq_rel);
-            e->pd = new_pd;
-        }
+        if (new_pd != e->pd) e->pd.reset(new_pd);
         publish_region(*e, host, va, len, attr, next_key(*e, *ltag, attr));
         e->gate.open();
         *ltag = e->stag();
@@ -297,11 +288,8 @@ struct MemOps {
             }
             e->word.fetch_and(~MemEntry::kValid, std::memory_order_acq_rel);
             withdraw_grants(*e);  // peers' own writes finish too (L5423)
-            Pd *p = e->pd;
             r->dev->stags.release(e);
             e->gate.open();
-            p->users.fetch_sub(1, std::memory_order_acq_rel);
-            r->children.fetch_sub(1, std::memory_order_acq_rel);
             return RI_RET_SUCCESS;
         });
     }
@@ -328,13 +316,12 @@ struct MemOps {
                 reinterpret_cast<std::byte *>(static_cast<uintptr_t>(start + a->address_offset));
             pages->length = a->common.length;
             e->pages = pages;
-            e->pd = p;
+            e->pd.reset(p);
             e->os_data = os;
             e->owner_rnic.store(r, std::memory_order_release);
+            e->owner.reset(r);
             publish_region(*e, pages->base, a->common.va, a->common.length, attr,
                            next_key(*e, *ltag, attr));
-            p->users.fetch_add(1, std::memory_order_acq_rel);
-            r->children.fetch_add(1, std::memory_order_acq_rel);
             *ltag = e->stag();
             if (rtag) *rtag = e->stag();
             *mr = r->dev->stags.handle_of(e, false);
@@ -384,16 +371,15 @@ struct MemOps {
             MemEntry *e = r->dev->stags.allocate(MemKind::Region);
             if (!e) return RI_RET_RESOURCE_SHORTAGE;
             e->pages = src->pages;
-            e->pd = p;
+            e->pd.reset(p);
             e->os_data = os;
             e->owner_rnic.store(r, std::memory_order_release);
+            e->owner.reset(r);
             // The length is the original region's; the input length is ignored (L5722).
             publish_region(*e, src->pages->base, va, src->pages->length,
                            attr & ~uint32_t(RI_MEM_FLAGS_SHARED_REG_IOVA),
                            next_key(*e, *ltag, attr));
             a->length = src->pages->length;
-            p->users.fetch_add(1, std::memory_order_acq_rel);
-            r->children.fetch_add(1, std::memory_order_acq_rel);
             *ltag = e->stag();
             if (rtag) *rtag = e->stag();
             *out = r->dev->stags.handle_of(e, false);
@@ -415,11 +401,10 @@ struct MemOps {
             MemEntry *e =
                 r->dev->stags.allocate(kind == RI_MW_TYPE_1 ? MemKind::Window1 : MemKind::Window2);
             if (!e) return RI_RET_RESOURCE_SHORTAGE;
-            e->pd = p;
+            e->pd.reset(p);
             e->os_data = os;
             e->owner_rnic.store(r, std::memory_order_release);
-            p->users.fetch_add(1, std::memory_order_acq_rel);
-            r->children.fetch_add(1, std::memory_order_acq_rel);
+            e->owner.reset(r);
             if (rtag) *rtag = e->stag();  // invalid until bound (L5848)
             *mw = r->dev->stags.handle_of(e, true);
             return RI_RET_SUCCESS;
@@ -455,11 +440,8 @@ struct MemOps {
             withdraw_grants(*e);
             if (e->valid() && e->parent)
                 e->parent->bound_windows.fetch_sub(1, std::memory_order_acq_rel);
-            Pd *p = e->pd;
             r->dev->stags.release(e);
             e->gate.open();
-            p->users.fetch_sub(1, std::memory_order_acq_rel);
-            r->children.fetch_sub(1, std::memory_order_acq_rel);
             return RI_RET_SUCCESS;
         });
     }

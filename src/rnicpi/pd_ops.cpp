@@ -18,13 +18,12 @@ struct PdOps {
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
             if (!pd) return RI_RET_INVALID_PARAMETER;
             auto p = std::make_unique<Pd>();
-            p->owner = r;
+            p->owner.reset(r);
             p->os_data = os;
             Pd *raw = p.get();
             void *handle = r->dev->pds.insert(std::move(p));
             if (!handle) return RI_RET_RESOURCE_SHORTAGE;
             raw->handle = handle;
-            r->children.fetch_add(1, std::memory_order_acq_rel);
             *pd = handle;
             return RI_RET_SUCCESS;
         });
@@ -37,9 +36,8 @@ struct PdOps {
             Serial s(r);
             Pd *p = owned(r->dev->pds, pd, r);
             if (!p) return RI_RET_PD_INVALID_HANDLE;
-            if (p->users.load(std::memory_order_acquire)) return RI_RET_PD_INUSE;
+            if (p->users.in_use()) return RI_RET_PD_INUSE;
             r->dev->pds.erase(pd);
-            r->children.fetch_sub(1, std::memory_order_acq_rel);
             return RI_RET_SUCCESS;
         });
     }

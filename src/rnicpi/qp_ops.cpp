@@ -45,13 +45,13 @@ struct QpOps {
 
             auto q = std::make_unique<Qp>();
             q->dev = &d;
-            q->owner = r;
+            q->owner.reset(r);
             q->os_data = os;
-            q->pd = pd;
+            q->pd.reset(pd);
             q->pd_handle = a->pd;
-            q->scq = scq;
-            q->rcq = rcq;
-            q->srq = srq;
+            q->scq.reset(scq);
+            q->rcq.reset(rcq);
+            q->srq.reset(srq);
             q->sq_size = std::max<uint32_t>(a->sq_size, 1);
             q->sq_max_sges = std::max<uint32_t>(a->sq_max_sges, 1);
             q->sq_max_sges_rdmaw = std::max<uint32_t>(a->sq_max_sges_rdmaw, 1);
@@ -85,11 +85,6 @@ struct QpOps {
             raw->slot = slot;
             raw->incarnation = d.incarnation_seed.fetch_add(1, std::memory_order_relaxed);
             raw->reset_queues();
-            pd->users.fetch_add(1, std::memory_order_acq_rel);
-            scq->users.fetch_add(1, std::memory_order_acq_rel);
-            rcq->users.fetch_add(1, std::memory_order_acq_rel);
-            if (srq) srq->users.fetch_add(1, std::memory_order_acq_rel);
-            r->children.fetch_add(1, std::memory_order_acq_rel);
 
             a->qp_id = raw->qp_id;
             a->state = RI_QP_STATE_IDLE;
@@ -143,12 +138,6 @@ struct QpOps {
                 gone = r->dev->qps.erase(qp);
             }
             r->dev->events.drain();  // no event for this QP runs after we return (L4043)
-            Qp *q = gone.get();
-            q->pd->users.fetch_sub(1, std::memory_order_acq_rel);
-            q->scq->users.fetch_sub(1, std::memory_order_acq_rel);
-            q->rcq->users.fetch_sub(1, std::memory_order_acq_rel);
-            if (q->srq) q->srq->users.fetch_sub(1, std::memory_order_acq_rel);
-            r->children.fetch_sub(1, std::memory_order_acq_rel);
             return RI_RET_SUCCESS;
         });
     }

@@ -100,7 +100,7 @@ struct RnicOps {
             if (!r || r->dev != d) return RI_RET_RNIC_INVALID_HANDLE;
             {
                 std::lock_guard lk(d->mu);
-                if (r->children.load(std::memory_order_acquire) != 0) return RI_RET_RNIC_INUSE;
+                if (r->users.in_use()) return RI_RET_RNIC_INUSE;
                 d->rnics.erase(r);
                 unregister_rnic(r);
             }

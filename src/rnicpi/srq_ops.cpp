@@ -28,9 +28,9 @@ struct SrqOps {
             if (a->lowat > a->max_wrs) return RI_RET_SRQ_LIMIT_OUT_OF_RANGE;
             auto s = std::make_unique<Srq>();
             s->dev = &d;
-            s->owner = r;
+            s->owner.reset(r);
             s->os_data = os;
-            s->pd = pd;
+            s->pd.reset(pd);
             s->max_sgl = std::max<uint32_t>(a->max_sgl, 1);
             s->ring.reset(a->max_wrs, s->max_sgl);
             s->max_wrs = static_cast<uint32_t>(s->ring.capacity());
@@ -40,8 +40,6 @@ struct SrqOps {
             void *handle = d.srqs.insert(std::move(s));
             if (!handle) return RI_RET_RESOURCE_SHORTAGE;
             raw->handle = handle;
-            pd->users.fetch_add(1, std::memory_order_acq_rel);
-            r->children.fetch_add(1, std::memory_order_acq_rel);
             a->max_wrs = raw->max_wrs;
             a->max_sgl = raw->max_sgl;
             a->srq_armed = a->lowat > 0;
@@ -122,12 +120,10 @@ struct SrqOps {
                 Serial ser(r);
                 Srq *s = owned(r->dev->srqs, srq, r);
                 if (!s) return RI_RET_SRQ_INVALID_HANDLE;
-                if (s->users.load(std::memory_order_acquire)) return RI_RET_SRQ_INUSE;
-                s->pd->users.fetch_sub(1, std::memory_order_acq_rel);
+                if (s->users.in_use()) return RI_RET_SRQ_INUSE;
                 gone = r->dev->srqs.erase(srq);  // posted WRs vanish, no flush (L4928)
             }
             r->dev->events.drain();
-            r->children.fetch_sub(1, std::memory_order_acq_rel);
             return RI_RET_SUCCESS;
         });
     }
