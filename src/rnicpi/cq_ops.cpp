@@ -18,30 +18,10 @@ struct CqOps {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
             if (!attr || !cq) return RI_RET_INVALID_PARAMETER;
-            if (attr->num_cqe == 0) return RI_RET_INVALID_PARAMETER;
-            if (attr->num_cqe > Limits::kMaxCqes) return RI_RET_CQ_CAPACITY_EXCEEDED;
-            Device &d = *r->dev;
-            uint32_t id = attr->handler_id;
-            if (id != 0) {
-                // User consumers cannot have kernel upcalls (L2744-2745).
-                if (!r->privileged() || id > Limits::kMaxCqHandlers ||
-                    !d.cq_handler_used[id].load(std::memory_order_acquire))
-                    return RI_RET_CQ_INVALID_EVENT_HANDLER;
-            }
-            auto c = std::make_unique<Cq>();
-            c->dev = &d;
-            c->owner.reset(r);
-            c->os_data = os;
-            c->handler_id = id;
-            c->requested = attr->num_cqe;
-            c->ring.reset(attr->num_cqe, 0);
-            Cq *raw = c.get();
-            void *handle = d.cqs.insert(std::move(c));
-            if (!handle) return RI_RET_RESOURCE_SHORTAGE;
-            raw->handle = handle;
-            attr->num_cqe = static_cast<uint32_t>(raw->ring.capacity());
-            *cq = handle;
-            return RI_RET_SUCCESS;
+            Cq *c = nullptr;
+            ri_api_return_t ret = r->dev->create_cq(*r, *attr, os, c);
+            if (ret == RI_RET_SUCCESS) *cq = c->handle;
+            return ret;
         });
     }
 

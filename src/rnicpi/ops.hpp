@@ -52,8 +52,7 @@ T *owned(ObjectTable<T> &t, void *h, RnicHandle *r) {
 }
 
 inline MemEntry *owned_mem(Device &d, void *h, bool window, RnicHandle *r) {
-    MemEntry *e = d.stags.from_handle(h, window);
-    return (e && e->owner_rnic.load(std::memory_order_acquire) == r) ? e : nullptr;
+    return d.owned_mem(h, window, r);
 }
 
 // Provider-serialised calls take the handle's mutex; consumer-serialised take nothing.

@@ -17,15 +17,10 @@ struct PdOps {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
             if (!pd) return RI_RET_INVALID_PARAMETER;
-            auto p = std::make_unique<Pd>();
-            p->owner.reset(r);
-            p->os_data = os;
-            Pd *raw = p.get();
-            void *handle = r->dev->pds.insert(std::move(p));
-            if (!handle) return RI_RET_RESOURCE_SHORTAGE;
-            raw->handle = handle;
-            *pd = handle;
-            return RI_RET_SUCCESS;
+            Pd *p = nullptr;
+            ri_api_return_t ret = r->dev->create_pd(*r, os, p);
+            if (ret == RI_RET_SUCCESS) *pd = p->handle;
+            return ret;
         });
     }
 

@@ -29,72 +29,11 @@ struct QpOps {
             if (a->srq_valid) {
                 srq = owned(d.srqs, a->srq.srq_handle, r);
                 if (!srq) return RI_RET_SRQ_INVALID_HANDLE;
-                if (srq->pd != pd) return RI_RET_PD_INVALID_HANDLE;
             }
-            if (a->sq_size > Limits::kMaxWrsQp || (!srq && a->rq_size > Limits::kMaxWrsQp))
-                return RI_RET_RNIC_WR_LIMIT_EXCEEDED;
-            if (a->sq_max_sges > Limits::kMaxSge || a->sq_max_sges_rdmaw > Limits::kMaxSge ||
-                a->rq_max_sges > Limits::kMaxSge)
-                return RI_RET_RNIC_SG_LIMIT_EXCEEDED;
-            if (a->max_rdma_read_outgoing > Limits::kMaxOrdQp ||
-                a->max_rdma_read_incoming > Limits::kMaxIrdQp)
-                return RI_RET_RNIC_IRD_ORD_EXCEEDED;
-            const ri_iwarp_qp_attr_t &iw = a->qp_xport.qp_iwarp;
-            if (iw.mpa_attrs.ddp_rdma_version > 1) return RI_RET_INVALID_DDP_RDMAP_VERSION;
-            if (srq && iw.rq_hiwat > srq->max_wrs) return RI_RET_SRQ_LIMIT_OUT_OF_RANGE;
-
-            auto q = std::make_unique<Qp>();
-            q->dev = &d;
-            q->owner.reset(r);
-            q->os_data = os;
-            q->pd.reset(pd);
-            q->pd_handle = a->pd;
-            q->scq.reset(scq);
-            q->rcq.reset(rcq);
-            q->srq.reset(srq);
-            q->sq_size = std::max<uint32_t>(a->sq_size, 1);
-            q->sq_max_sges = std::max<uint32_t>(a->sq_max_sges, 1);
-            q->sq_max_sges_rdmaw = std::max<uint32_t>(a->sq_max_sges_rdmaw, 1);
-            q->rq_max_sges = srq ? srq->max_sgl : std::max<uint32_t>(a->rq_max_sges, 1);
-            if (!srq) {
-                q->rq.reset(std::max<uint32_t>(a->rq_size, 1), q->rq_max_sges);
-                q->rq_size = static_cast<uint32_t>(q->rq.capacity());
-            } else {
-                q->rq.reset(1, 1);
-                q->rq_size = a->rq_size;  // a hint only with an SRQ (L8566)
-            }
-            q->ord = a->max_rdma_read_outgoing;
-            q->ird = a->max_rdma_read_incoming;
-            q->enable_read = a->enable_rdma_read;
-            q->enable_write = a->enable_rdma_write;
-            q->enable_stag0_fastreg = a->enable_stag0_fastreg;
-            q->enable_bind = iw.enable_bind;
-            q->mpa = iw.mpa_attrs;
-            // Zero-initialised attributes mean the IETF version this RNIC speaks.
-            q->mpa.ddp_rdma_version = 1;
-            q->mpa.recv_marker_enabled = 0;
-            q->mpa.xmit_marker_enabled = 0;
-            q->rq_hiwat.store(iw.rq_hiwat, std::memory_order_relaxed);
-            q->rq_armed.store(srq && iw.rq_hiwat != 0, std::memory_order_relaxed);
-            q->qp_id = d.next_qp_id.fetch_add(1, std::memory_order_relaxed);
-            Qp *raw = q.get();
-            uint32_t slot = 0;
-            void *handle = d.qps.insert(std::move(q), &slot);
-            if (!handle) return RI_RET_RESOURCE_SHORTAGE;
-            raw->handle = handle;
-            raw->slot = slot;
-            raw->incarnation = d.incarnation_seed.fetch_add(1, std::memory_order_relaxed);
-            raw->reset_queues();
-
-            a->qp_id = raw->qp_id;
-            a->state = RI_QP_STATE_IDLE;
-            a->sq_size = raw->sq_size;
-            a->rq_size = raw->rq_size;
-            a->sq_max_sges = raw->sq_max_sges;
-            a->sq_max_sges_rdmaw = raw->sq_max_sges_rdmaw;
-            a->rq_max_sges = raw->rq_max_sges;
-            *qp = handle;
-            return RI_RET_SUCCESS;
+            Qp *q = nullptr;
+            ri_api_return_t ret = d.create_qp(*r, {*pd, *scq, *rcq, srq}, *a, os, q);
+            if (ret == RI_RET_SUCCESS) *qp = q->handle;
+            return ret;
         });
     }
 

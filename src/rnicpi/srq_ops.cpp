@@ -22,29 +22,10 @@ struct SrqOps {
             Device &d = *r->dev;
             Pd *pd = owned(d.pds, a->pd, r);
             if (!pd) return RI_RET_PD_INVALID_HANDLE;
-            if (a->max_wrs == 0) return RI_RET_INVALID_PARAMETER;
-            if (a->max_wrs > Limits::kMaxWrsSrq) return RI_RET_RNIC_WR_LIMIT_EXCEEDED;
-            if (a->max_sgl > Limits::kMaxSge) return RI_RET_RNIC_SG_LIMIT_EXCEEDED;
-            if (a->lowat > a->max_wrs) return RI_RET_SRQ_LIMIT_OUT_OF_RANGE;
-            auto s = std::make_unique<Srq>();
-            s->dev = &d;
-            s->owner.reset(r);
-            s->os_data = os;
-            s->pd.reset(pd);
-            s->max_sgl = std::max<uint32_t>(a->max_sgl, 1);
-            s->ring.reset(a->max_wrs, s->max_sgl);
-            s->max_wrs = static_cast<uint32_t>(s->ring.capacity());
-            s->lowat.store(a->lowat, std::memory_order_relaxed);
-            s->limit_armed.store(a->lowat > 0, std::memory_order_relaxed);  // L8680
-            Srq *raw = s.get();
-            void *handle = d.srqs.insert(std::move(s));
-            if (!handle) return RI_RET_RESOURCE_SHORTAGE;
-            raw->handle = handle;
-            a->max_wrs = raw->max_wrs;
-            a->max_sgl = raw->max_sgl;
-            a->srq_armed = a->lowat > 0;
-            *srq = handle;
-            return RI_RET_SUCCESS;
+            Srq *s = nullptr;
+            ri_api_return_t ret = d.create_srq(*r, *pd, *a, os, s);
+            if (ret == RI_RET_SUCCESS) *srq = s->handle;
+            return ret;
         });
     }
 
