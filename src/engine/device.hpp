@@ -14,6 +14,7 @@
 #include "engine/events.hpp"
 #include "engine/handles.hpp"
 #include "engine/memory.hpp"
+#include "engine/object.hpp"
 #include "rnicpi/rnicpi.h"
 #include "transport/progress.hpp"
 
@@ -60,20 +61,16 @@ struct RnicHandle {
     View view;
     ri_consumer_domain_t location;
     ri_os_data_t os_data;
-    std::atomic<uint32_t> children{0};
+    // Objects created on this handle (Object::owner) and memory entries it owns.
+    UseCount users;
     // Provider-serialised view: serialises calls on this handle's objects (L1353-1358).
     std::recursive_mutex serial;
     static constexpr uint32_t kMagic = 0x53524E43;  // "SRNC"
     bool privileged() const { return view != View::User; }
 };
 
-class Pd {
-  public:
-    RnicHandle *owner = nullptr;
-    void *handle = nullptr;
-    ri_os_data_t os_data = nullptr;
-    std::atomic<uint32_t> users{0};
-};
+// A protection domain: nothing but an object that others use.
+class Pd : public Object {};
 
 // A completion as queued inside a CQ.
 struct Cqe {
@@ -83,19 +80,15 @@ struct Cqe {
     bool solicited;
 };
 
-class Cq {
+// A completion queue; its users are the work queues it is attached to.
+class Cq : public Object {
   public:
-    Device *dev = nullptr;
-    RnicHandle *owner = nullptr;
-    void *handle = nullptr;
-    ri_os_data_t os_data = nullptr;
     uint32_t handler_id = 0;
     uint32_t requested = 0;
     SlotQueue<Cqe> ring;
     ScopedGate resize_gate;
     std::atomic<uint8_t> armed{0};  // 0 none, 1 solicited, 2 any
     std::atomic<bool> overflowed{false};
-    std::atomic<uint32_t> users{0};  // attached work queues
 
     // Producer side (any thread). Returns false on overflow (the CQ is then in error).
     bool push(const Cqe &e);
@@ -114,13 +107,10 @@ struct RecvWqe {
     uint32_t num_sgls;
 };
 
-class Srq {
+// A shared receive queue; its users are the QPs attached to it.
+class Srq : public Object {
   public:
-    Device *dev = nullptr;
-    RnicHandle *owner = nullptr;
-    void *handle = nullptr;
-    ri_os_data_t os_data = nullptr;
-    Pd *pd = nullptr;
+    Use<Pd> pd;
     uint32_t max_wrs = 0;
     uint32_t max_sgl = 0;
     std::atomic<uint32_t> lowat{0};
@@ -129,7 +119,6 @@ class Srq {
     SlotQueue<RecvWqe, ri_data_seg_t> ring;
     std::atomic<uint32_t> posted{0};  // WQEs in the queue
     ScopedGate resize_gate;
-    std::atomic<uint32_t> users{0};  // attached QPs
     std::mutex post_mu;  // orders posters against resize (posters are the consumer's threads)
 };
 
@@ -175,12 +164,56 @@ class Device {
     std::mutex pin_mu;
     std::map<std::pair<uintptr_t, uint64_t>, uint32_t> pins;
 
+    // --- object creation (objects.cpp): validates the attributes against the limits above,
+    // builds and publishes the object, writes back what the consumer got. Returns the
+    // RNICPI code; on failure nothing was created. The caller has resolved the handles.
+    struct QpParts {
+        Pd &pd;
+        Cq &scq;
+        Cq &rcq;
+        Srq *srq;
+    };
+    ri_api_return_t create_pd(RnicHandle &owner, ri_os_data_t os, Pd *&out);
+    ri_api_return_t create_cq(RnicHandle &owner, ri_cq_attr_t &attr, ri_os_data_t os, Cq *&out);
+    ri_api_return_t create_srq(RnicHandle &owner, Pd &pd, ri_srq_attr_t &attr, ri_os_data_t os,
+                               Srq *&out);
+    ri_api_return_t create_qp(RnicHandle &owner, const QpParts &parts, ri_qp_attr_t &attr,
+                              ri_os_data_t os, Qp *&out);
+
+    // --- memory registration (registration.cpp): validates the rights and the range,
+    // takes an STag and publishes it (valid last); same contract as the creation calls.
+    // `key` is the consumer's 8-bit STag key (used when it owns the key). A MemEntry holds
+    // its uses of the PD and of `owner` until StagTable::release.
+    ri_api_return_t alloc_fastreg_mr(RnicHandle &owner, Pd &pd, uint32_t attr, uint32_t list_len,
+                                     uint32_t key, ri_os_data_t os, MemEntry *&out);
+    ri_api_return_t register_mr(RnicHandle &owner, Pd &pd, const ri_mr_reg_attr_t &attr,
+                                uint32_t key, ri_os_data_t os, MemEntry *&out);
+    ri_api_return_t register_phys_mr(RnicHandle &owner, Pd &pd, const ri_mr_reg_phys_attr_t &attr,
+                                     uint32_t key, ri_os_data_t os, MemEntry *&out);
+    // `src` was looked up from `src_handle`; it is looked up again under its writer lock.
+    ri_api_return_t register_shared_mr(RnicHandle &owner, MemEntry &src, void *src_handle, Pd &pd,
+                                       ri_mr_reg_attr_t &attr, uint32_t key, ri_os_data_t os,
+                                       MemEntry *&out);
+    // Re-registration in place (RI_MR_REREG_* `mask`; `phys` for ri_mr_rereg_phys): the old
+    // STag is invalid from the start, and on failure the region is gone (L5339-5347).
+    ri_api_return_t reregister_mr(RnicHandle &owner, void *handle, uint32_t mask,
+                                  const ri_mr_reg_attr_t *attr, const ri_mr_reg_phys_attr_t *phys,
+                                  uint32_t key, MemEntry *&out);
+    ri_api_return_t deregister_mr(RnicHandle &owner, void *handle);
+    ri_api_return_t alloc_mw(RnicHandle &owner, Pd &pd, uint32_t type, ri_os_data_t os,
+                             MemEntry *&out);
+    ri_api_return_t dealloc_mw(RnicHandle &owner, void *handle);
+    // Handle lookups restricted to what `owner` owns (nullptr otherwise).
+    Pd *owned_pd(void *handle, const RnicHandle *owner);
+    MemEntry *owned_mem(void *handle, bool window, const RnicHandle *owner);
+
     void start_events();
     void stop_events();
     void raise(ri_async_event_type_t type, void *object, ObjKind kind, ri_os_data_t os_data);
     void notify_cq(Cq &cq);
 
   private:
+    MemEntry *new_mem(MemKind kind, RnicHandle &owner, Pd &pd, ri_os_data_t os);
     void deliver(const QueuedEvent &ev);
     std::string name_;
     std::array<VpHandle, 3> views_;

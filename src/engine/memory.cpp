@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/slot_table.hpp"
+#include "engine/qp.hpp"
 #include "transport/transport.hpp"
 
 namespace softrnic::engine {
@@ -101,7 +102,8 @@ void StagTable::release(MemEntry *e) {
     std::lock_guard lk(mu_);
     e->word.store(0, std::memory_order_release);
     e->kind_.store(MemKind::Free, std::memory_order_release);
-    e->pd = nullptr;
+    e->pd.reset();
+    e->owner.reset();
     e->access = 0;
     e->to_base = 0;
     e->length = 0;

@@ -19,6 +19,7 @@
 
 #include "engine/base_names.hpp"
 #include "engine/handles.hpp"
+#include "engine/object.hpp"
 #include "rnicpi/rnicpi.h"
 
 namespace softrnic::engine {
@@ -63,14 +64,17 @@ struct MemEntry {
     std::atomic<MemKind> kind_{MemKind::Free};
     MemKind kind() const { return kind_.load(std::memory_order_acquire); }
     uint32_t index = 0;  // 24-bit STag index
-    Pd *pd = nullptr;
+    Use<Pd> pd;
     uint32_t access = 0;   // ri_mem_attr_t bits
     uint64_t to_base = 0;  // tagged offset of the first byte (VA, or 0 for ZBVA)
     uint64_t length = 0;
     std::byte *host = nullptr;  // host address of the first byte
     bool zbva = false;
     ri_os_data_t os_data = nullptr;
+    // The owner's RNIC handle, read without a lock by handle checks; `owner` holds the
+    // handle's use while the entry is allocated.
     std::atomic<void *> owner_rnic{nullptr};
+    Use<RnicHandle> owner;
     // Regions: pages (shared between reg_shared siblings), windows bound to it.
     std::shared_ptr<RegionPages> pages;
     std::atomic<uint32_t> bound_windows{0};
@@ -91,7 +95,7 @@ struct MemEntry {
 };
 
 // True when [va, va+len) is mapped in this process, and writable when `need_write`: the
-// access layer's check before pages are registered (L1219-1221); softrnic is its own AL.
+// host's check before pages are registered (RNICPI L1219-1221); softrnic is its own host.
 bool range_mapped(uint64_t va, uint64_t len, bool need_write);
 
 // After a change to what `e` accepts (its gate closed, or its valid bit cleared): when a

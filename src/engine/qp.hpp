@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "engine/device.hpp"
+#include "engine/object.hpp"
 #include "transport/transport.hpp"
 
 namespace softrnic::engine {
@@ -20,7 +21,7 @@ struct TermHdr {
     uint32_t len;
 };
 
-class Qp final : public transport::Endpoint {
+class Qp final : public transport::Endpoint, public Object {
   public:
     // What a send-queue completion needs of its WR, kept while the WR is outstanding.
     struct WrInfo {
@@ -48,17 +49,13 @@ class Qp final : public transport::Endpoint {
         uint32_t li_stag = 0;  // read with local invalidate: the sink STag
     };
 
-    Device *dev = nullptr;
-    RnicHandle *owner = nullptr;
-    void *handle = nullptr;
     uint32_t slot = 0;
-    ri_os_data_t os_data = nullptr;
     uint32_t qp_id = 0;
-    Pd *pd = nullptr;
+    Use<Pd> pd;
     void *pd_handle = nullptr;
-    Cq *scq = nullptr;
-    Cq *rcq = nullptr;
-    Srq *srq = nullptr;
+    Use<Cq> scq;
+    Use<Cq> rcq;
+    Use<Srq> srq;
 
     uint32_t sq_size = 0, rq_size = 0;
     uint32_t sq_max_sges = 0, sq_max_sges_rdmaw = 0, rq_max_sges = 0;

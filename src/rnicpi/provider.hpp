@@ -1,4 +1,4 @@
-// Internal glue between the ops tables and the built-in access layer.
+// Internal glue between the ops tables (*_ops.cpp) and the host services (host_services.cpp).
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,8 @@
-// The built-in access layer: what RNICPI expects the host stack to provide around a verbs
-// provider (device registry, ri_svc_* services, ri_rnic_get_hdl), plus softrnic.h.
-// softrnic is both the provider and its own access layer (a user-space library has no
-// kernel to play kAL), so these live here, below every API layer that will use them.
+// The RNICPI host services: what RNICPI expects the host stack (its "access layer") to
+// provide around a verbs provider (device registry, ri_svc_* services, ri_rnic_get_hdl),
+// plus softrnic.h. softrnic is both the provider and its own host (a user-space library has
+// no kernel to play kAL), so these live here, below every API layer that will use them.
+// Not to be confused with the IB Access Layer (ib_*), an API layer above RNICPI.
 #include <ifaddrs.h>
 #include <netinet/in.h>
 

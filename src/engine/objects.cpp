@@ -1,0 +1,148 @@
+// Device's object creation: each validates the consumer's attributes against the RNIC's
+// limits, builds the object, publishes its handle and reports what it got. The RNICPI
+// ops files only translate handles, arguments and return codes around these.
+#include <algorithm>
+#include <memory>
+
+#include "engine/device.hpp"
+#include "engine/qp.hpp"
+
+namespace softrnic::engine {
+
+namespace {
+
+// Publishes `obj` in `table` and points it at its handle; nullptr when the table is full
+// (the object, and every use it holds, is gone then).
+template <class T>
+T *publish(ObjectTable<T> &table, std::unique_ptr<T> obj, uint32_t *slot = nullptr) {
+    T *o = obj.get();
+    void *handle = table.insert(std::move(obj), slot);
+    if (!handle) return nullptr;
+    o->handle = handle;
+    return o;
+}
+
+template <class T>
+std::unique_ptr<T> make_object(Device &d, RnicHandle &owner, ri_os_data_t os) {
+    auto o = std::make_unique<T>();
+    o->dev = &d;
+    o->owner.reset(&owner);
+    o->os_data = os;
+    return o;
+}
+
+}  // namespace
+
+ri_api_return_t Device::create_pd(RnicHandle &owner, ri_os_data_t os, Pd *&out) {
+    out = publish(pds, make_object<Pd>(*this, owner, os));
+    return out ? RI_RET_SUCCESS : RI_RET_RESOURCE_SHORTAGE;
+}
+
+ri_api_return_t Device::create_cq(RnicHandle &owner, ri_cq_attr_t &attr, ri_os_data_t os,
+                                  Cq *&out) {
+    if (attr.num_cqe == 0) return RI_RET_INVALID_PARAMETER;
+    if (attr.num_cqe > Limits::kMaxCqes) return RI_RET_CQ_CAPACITY_EXCEEDED;
+    uint32_t id = attr.handler_id;
+    if (id != 0) {
+        // User consumers cannot have kernel upcalls (L2744-2745).
+        if (!owner.privileged() || id > Limits::kMaxCqHandlers ||
+            !cq_handler_used[id].load(std::memory_order_acquire))
+            return RI_RET_CQ_INVALID_EVENT_HANDLER;
+    }
+    auto c = make_object<Cq>(*this, owner, os);
+    c->handler_id = id;
+    c->requested = attr.num_cqe;
+    c->ring.reset(attr.num_cqe, 0);
+    out = publish(cqs, std::move(c));
+    if (!out) return RI_RET_RESOURCE_SHORTAGE;
+    attr.num_cqe = static_cast<uint32_t>(out->ring.capacity());
+    return RI_RET_SUCCESS;
+}
+
+ri_api_return_t Device::create_srq(RnicHandle &owner, Pd &pd, ri_srq_attr_t &a, ri_os_data_t os,
+                                   Srq *&out) {
+    if (a.max_wrs == 0) return RI_RET_INVALID_PARAMETER;
+    if (a.max_wrs > Limits::kMaxWrsSrq) return RI_RET_RNIC_WR_LIMIT_EXCEEDED;
+    if (a.max_sgl > Limits::kMaxSge) return RI_RET_RNIC_SG_LIMIT_EXCEEDED;
+    if (a.lowat > a.max_wrs) return RI_RET_SRQ_LIMIT_OUT_OF_RANGE;
+    auto s = make_object<Srq>(*this, owner, os);
+    s->pd.reset(&pd);
+    s->max_sgl = std::max<uint32_t>(a.max_sgl, 1);
+    s->ring.reset(a.max_wrs, s->max_sgl);
+    s->max_wrs = static_cast<uint32_t>(s->ring.capacity());
+    s->lowat.store(a.lowat, std::memory_order_relaxed);
+    s->limit_armed.store(a.lowat > 0, std::memory_order_relaxed);  // L8680
+    out = publish(srqs, std::move(s));
+    if (!out) return RI_RET_RESOURCE_SHORTAGE;
+    a.max_wrs = out->max_wrs;
+    a.max_sgl = out->max_sgl;
+    a.srq_armed = a.lowat > 0;
+    return RI_RET_SUCCESS;
+}
+
+ri_api_return_t Device::create_qp(RnicHandle &owner, const QpParts &parts, ri_qp_attr_t &a,
+                                  ri_os_data_t os, Qp *&out) {
+    Srq *srq = parts.srq;
+    if (srq && srq->pd != &parts.pd) return RI_RET_PD_INVALID_HANDLE;
+    if (a.sq_size > Limits::kMaxWrsQp || (!srq && a.rq_size > Limits::kMaxWrsQp))
+        return RI_RET_RNIC_WR_LIMIT_EXCEEDED;
+    if (a.sq_max_sges > Limits::kMaxSge || a.sq_max_sges_rdmaw > Limits::kMaxSge ||
+        a.rq_max_sges > Limits::kMaxSge)
+        return RI_RET_RNIC_SG_LIMIT_EXCEEDED;
+    if (a.max_rdma_read_outgoing > Limits::kMaxOrdQp ||
+        a.max_rdma_read_incoming > Limits::kMaxIrdQp)
+        return RI_RET_RNIC_IRD_ORD_EXCEEDED;
+    const ri_iwarp_qp_attr_t &iw = a.qp_xport.qp_iwarp;
+    if (iw.mpa_attrs.ddp_rdma_version > 1) return RI_RET_INVALID_DDP_RDMAP_VERSION;
+    if (srq && iw.rq_hiwat > srq->max_wrs) return RI_RET_SRQ_LIMIT_OUT_OF_RANGE;
+
+    auto q = make_object<Qp>(*this, owner, os);
+    q->pd.reset(&parts.pd);
+    q->pd_handle = a.pd;
+    q->scq.reset(&parts.scq);
+    q->rcq.reset(&parts.rcq);
+    q->srq.reset(srq);
+    q->sq_size = std::max<uint32_t>(a.sq_size, 1);
+    q->sq_max_sges = std::max<uint32_t>(a.sq_max_sges, 1);
+    q->sq_max_sges_rdmaw = std::max<uint32_t>(a.sq_max_sges_rdmaw, 1);
+    q->rq_max_sges = srq ? srq->max_sgl : std::max<uint32_t>(a.rq_max_sges, 1);
+    if (!srq) {
+        q->rq.reset(std::max<uint32_t>(a.rq_size, 1), q->rq_max_sges);
+        q->rq_size = static_cast<uint32_t>(q->rq.capacity());
+    } else {
+        q->rq.reset(1, 1);
+        q->rq_size = a.rq_size;  // a hint only with an SRQ (L8566)
+    }
+    q->ord = a.max_rdma_read_outgoing;
+    q->ird = a.max_rdma_read_incoming;
+    q->enable_read = a.enable_rdma_read;
+    q->enable_write = a.enable_rdma_write;
+    q->enable_stag0_fastreg = a.enable_stag0_fastreg;
+    q->enable_bind = iw.enable_bind;
+    q->mpa = iw.mpa_attrs;
+    // Zero-initialised attributes mean the IETF version this RNIC speaks.
+    q->mpa.ddp_rdma_version = 1;
+    q->mpa.recv_marker_enabled = 0;
+    q->mpa.xmit_marker_enabled = 0;
+    q->rq_hiwat.store(iw.rq_hiwat, std::memory_order_relaxed);
+    q->rq_armed.store(srq && iw.rq_hiwat != 0, std::memory_order_relaxed);
+    q->qp_id = next_qp_id.fetch_add(1, std::memory_order_relaxed);
+    uint32_t slot = 0;
+    Qp *qp = publish(qps, std::move(q), &slot);
+    if (!qp) return RI_RET_RESOURCE_SHORTAGE;
+    qp->slot = slot;
+    qp->incarnation = incarnation_seed.fetch_add(1, std::memory_order_relaxed);
+    qp->reset_queues();
+
+    a.qp_id = qp->qp_id;
+    a.state = RI_QP_STATE_IDLE;
+    a.sq_size = qp->sq_size;
+    a.rq_size = qp->rq_size;
+    a.sq_max_sges = qp->sq_max_sges;
+    a.sq_max_sges_rdmaw = qp->sq_max_sges_rdmaw;
+    a.rq_max_sges = qp->rq_max_sges;
+    out = qp;
+    return RI_RET_SUCCESS;
+}
+
+}  // namespace softrnic::engine

@@ -1,0 +1,111 @@
+// Queue pairs: create, query, modify, destroy, special QPs. Posting is in wr_ops.cpp.
+#include <algorithm>
+#include <memory>
+
+#include "rnicpi/ops.hpp"
+
+namespace softrnic::rnicpi::ops {
+
+namespace {
+
+template <bool Locked>
+struct QpOps {
+    using Serial = SerialScope<Locked>;
+
+    static ri_api_return_t qp_create(ri_rnic_handle_t h, ri_qp_attr_t *a, ri_qp_handle_t *qp,
+                                     ri_vp_data_t, ri_os_data_t os, ri_err_data_t *err) {
+        return guarded(err, [&] {
+            RnicHandle *r = slow_rnic(h);
+            if (!r) return RI_RET_RNIC_INVALID_HANDLE;
+            if (!a || !qp) return RI_RET_INVALID_PARAMETER;
+            Serial s(r);
+            Device &d = *r->dev;
+            Pd *pd = owned(d.pds, a->pd, r);
+            if (!pd) return RI_RET_PD_INVALID_HANDLE;
+            Cq *scq = owned(d.cqs, a->scq.scq_handle, r);
+            Cq *rcq = owned(d.cqs, a->rcq.rcq_handle, r);
+            if (!scq || !rcq) return RI_RET_CQ_INVALID_HANDLE;
+            Srq *srq = nullptr;
+            if (a->srq_valid) {
+                srq = owned(d.srqs, a->srq.srq_handle, r);
+                if (!srq) return RI_RET_SRQ_INVALID_HANDLE;
+            }
+            Qp *q = nullptr;
+            ri_api_return_t ret = d.create_qp(*r, {*pd, *scq, *rcq, srq}, *a, os, q);
+            if (ret == RI_RET_SUCCESS) *qp = q->handle;
+            return ret;
+        });
+    }
+
+    static ri_api_return_t qp_query(ri_rnic_handle_t h, ri_qp_handle_t qp, ri_qp_attr_t *a,
+                                    ri_err_data_t *err) {
+        return guarded(err, [&] {
+            RnicHandle *r = slow_rnic(h);
+            if (!r) return RI_RET_RNIC_INVALID_HANDLE;
+            Serial s(r);
+            Qp *q = owned(r->dev->qps, qp, r);
+            if (!q) return RI_RET_QP_INVALID_HANDLE;
+            if (!a) return RI_RET_INVALID_PARAMETER;
+            q->query(*a);
+            return RI_RET_SUCCESS;
+        });
+    }
+
+    static ri_api_return_t qp_modify(ri_rnic_handle_t h, ri_qp_handle_t qp, ri_qp_attr_mask_t mask,
+                                     ri_qp_attr_t *a, ri_err_data_t *err) {
+        return guarded(err, [&] {
+            RnicHandle *r = slow_rnic(h);
+            if (!r) return RI_RET_RNIC_INVALID_HANDLE;
+            Serial s(r);
+            Qp *q = owned(r->dev->qps, qp, r);
+            if (!q) return RI_RET_QP_INVALID_HANDLE;
+            if (!a) return RI_RET_INVALID_PARAMETER;
+            return q->modify(mask, *a);
+        });
+    }
+
+    static ri_api_return_t qp_destroy(ri_rnic_handle_t h, ri_qp_handle_t qp, ri_err_data_t *err) {
+        return guarded(err, [&] {
+            RnicHandle *r = slow_rnic(h);
+            if (!r) return RI_RET_RNIC_INVALID_HANDLE;
+            std::unique_ptr<Qp> gone;
+            {
+                Serial s(r);
+                Qp *q = owned(r->dev->qps, qp, r);
+                if (!q) return RI_RET_QP_INVALID_HANDLE;
+                q->destroy();
+                gone = r->dev->qps.erase(qp);
+            }
+            r->dev->events.drain();  // no event for this QP runs after we return (L4043)
+            return RI_RET_SUCCESS;
+        });
+    }
+
+    static ri_api_return_t special_qp_get(ri_rnic_handle_t h, uint8_t, ri_sqp_type_t,
+                                          ri_qp_attr_t *, ri_qp_handle_t *, ri_vp_data_t,
+                                          ri_os_data_t, ri_err_data_t *err) {
+        return guarded(err, [&] {
+            if (!slow_rnic(h)) return RI_RET_RNIC_INVALID_HANDLE;
+            return RI_RET_XPORT_UNSUPPORTED;
+        });
+    }
+
+    static void fill(ri_ops_t &t) {
+        t.ri_op_special_qp_get = special_qp_get;
+        t.ri_op_qp_create = qp_create;
+        t.ri_op_qp_query = qp_query;
+        t.ri_op_qp_modify = qp_modify;
+        t.ri_op_qp_destroy = qp_destroy;
+    }
+};
+
+}  // namespace
+
+void fill_qp_ops(ri_ops_t &t, bool locked) {
+    if (locked)
+        QpOps<true>::fill(t);
+    else
+        QpOps<false>::fill(t);
+}
+
+}  // namespace softrnic::rnicpi::ops
