@@ -99,7 +99,7 @@ if [ "$conns" -gt 0 ] && [ -z "$dtestcm" ]; then
     log "dtestcm not installed (apt-get install dapl2-utils): no connection set-up rows"
     conns=0
 fi
-registry="$build/src/dat/registry"  # our libdat2.so.2, for dtestcm
+registry="$build/src/api/dat/registry"  # our libdat2.so.2, for dtestcm
 
 sizes=8,1048576
 ops=send,write,read

@@ -1,4 +1,4 @@
-// conf_parser_test.cpp - the dat.conf parser on its own (src/dat/registry/dat_conf.cpp).
+// conf_parser_test.cpp - the dat.conf parser on its own (src/api/dat/registry/dat_conf.cpp).
 #include <gtest/gtest.h>
 
 #include <string>

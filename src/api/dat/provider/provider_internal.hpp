@@ -235,8 +235,6 @@ struct Ia : Obj {
     using Obj::Obj;
 };
 
-// The one registry of live handles of this provider.
-api::ObjectRegistry &handles();
 // Deletes an object through its real type (Obj has no virtual destructor).
 void destroy_obj(void *p);
 
