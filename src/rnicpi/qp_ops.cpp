@@ -1,6 +1,5 @@
 // Queue pairs: create, query, destroy. Posting is in wr_ops.cpp; ri_qp_modify and the
 // special QPs depend on the personality (personality_ops.cpp).
-#include <algorithm>
 #include <memory>
 
 #include "rnicpi/ops.hpp"
