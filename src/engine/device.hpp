@@ -15,6 +15,7 @@
 #include "engine/handles.hpp"
 #include "engine/memory.hpp"
 #include "engine/object.hpp"
+#include "engine/personality.hpp"
 #include "rnicpi/rnicpi.h"
 #include "transport/progress.hpp"
 
@@ -128,6 +129,11 @@ class Device {
     ~Device();
 
     const std::string &name() const { return name_; }
+
+    // What kind of RNIC this instance is: the calls that depend on it dispatch through
+    // this table (engine/personality.hpp). An InfiniBand instance will point at
+    // ib_personality() instead.
+    const Personality *personality = &iwarp_personality();
     VpHandle *view(View v) { return &views_[static_cast<int>(v)]; }
 
     // --- state guarded by mu ---

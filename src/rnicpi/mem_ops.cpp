@@ -1,8 +1,5 @@
 // Memory: STag allocation, memory regions (virtual, physical, shared, re-registration),
 // memory windows, and the pin/map/sync services a provider offers its consumers.
-#include <cstring>
-#include <memory>
-
 #include "rnicpi/ops.hpp"
 
 namespace softrnic::rnicpi::ops {

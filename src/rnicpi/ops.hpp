@@ -77,6 +77,6 @@ void fill_srq_ops(ri_ops_t &t, bool locked);
 void fill_qp_ops(ri_ops_t &t, bool locked);
 void fill_mem_ops(ri_ops_t &t, bool locked);
 void fill_wr_ops(ri_ops_t &t, bool locked);
-void fill_xport_ops(ri_ops_t &t, bool locked);
+void fill_personality_ops(ri_ops_t &t, bool locked);
 
 }  // namespace softrnic::rnicpi::ops

@@ -1,6 +1,4 @@
 // Protection domains (ri_pd_alloc, ri_pd_dealloc).
-#include <memory>
-
 #include "rnicpi/ops.hpp"
 
 namespace softrnic::rnicpi::ops {

@@ -1,5 +1,5 @@
-// Queue pairs: create, query, modify, destroy, special QPs. Posting is in wr_ops.cpp.
-#include <algorithm>
+// Queue pairs: create, query, destroy. Posting is in wr_ops.cpp; ri_qp_modify and the
+// special QPs depend on the personality (personality_ops.cpp).
 #include <memory>
 
 #include "rnicpi/ops.hpp"
@@ -51,19 +51,6 @@ struct QpOps {
         });
     }
 
-    static ri_api_return_t qp_modify(ri_rnic_handle_t h, ri_qp_handle_t qp, ri_qp_attr_mask_t mask,
-                                     ri_qp_attr_t *a, ri_err_data_t *err) {
-        return guarded(err, [&] {
-            RnicHandle *r = slow_rnic(h);
-            if (!r) return RI_RET_RNIC_INVALID_HANDLE;
-            Serial s(r);
-            Qp *q = owned(r->dev->qps, qp, r);
-            if (!q) return RI_RET_QP_INVALID_HANDLE;
-            if (!a) return RI_RET_INVALID_PARAMETER;
-            return q->modify(mask, *a);
-        });
-    }
-
     static ri_api_return_t qp_destroy(ri_rnic_handle_t h, ri_qp_handle_t qp, ri_err_data_t *err) {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
@@ -81,20 +68,9 @@ struct QpOps {
         });
     }
 
-    static ri_api_return_t special_qp_get(ri_rnic_handle_t h, uint8_t, ri_sqp_type_t,
-                                          ri_qp_attr_t *, ri_qp_handle_t *, ri_vp_data_t,
-                                          ri_os_data_t, ri_err_data_t *err) {
-        return guarded(err, [&] {
-            if (!slow_rnic(h)) return RI_RET_RNIC_INVALID_HANDLE;
-            return RI_RET_XPORT_UNSUPPORTED;
-        });
-    }
-
     static void fill(ri_ops_t &t) {
-        t.ri_op_special_qp_get = special_qp_get;
         t.ri_op_qp_create = qp_create;
         t.ri_op_qp_query = qp_query;
-        t.ri_op_qp_modify = qp_modify;
         t.ri_op_qp_destroy = qp_destroy;
     }
 };

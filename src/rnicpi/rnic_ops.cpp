@@ -1,7 +1,6 @@
 // The RNIC instance calls (RNICPI "RNIC" verbs): open, close, the async event handler,
-// consumer handles, query, modify and diagnostics; and the two ops tables built from
-// every *_ops.cpp file.
-#include <cstring>
+// consumer handles, query and diagnostics (ri_rnic_modify depends on the personality:
+// personality_ops.cpp); and the two ops tables built from every *_ops.cpp file.
 #include <string>
 
 #include "rnicpi/ops.hpp"
@@ -122,16 +121,6 @@ struct RnicOps {
         });
     }
 
-    static ri_api_return_t rnic_modify(ri_rnic_handle_t h, ri_rnic_attr_mask_t,
-                                       ri_rnic_modify_req_t *, ri_err_data_t *err) {
-        return guarded(err, [&] {
-            RnicHandle *r = slow_rnic(h);
-            if (!r) return RI_RET_RNIC_INVALID_HANDLE;
-            if (!r->privileged()) return RI_RET_NO_PERMISSION;
-            return RI_RET_XPORT_UNSUPPORTED;  // IB only (L2370)
-        });
-    }
-
     static ri_api_return_t rnic_diag(ri_rnic_handle_t h, ri_diag_op_type_t op, void *arg,
                                      unsigned char *opval, ri_length_t *oplen, ri_err_data_t *err) {
         return guarded(err, [&] {
@@ -175,7 +164,6 @@ struct RnicOps {
         t.ri_op_async_set_event_handler = async_set_event_handler;
         t.ri_op_rnic_get_hdl = rnic_get_hdl;
         t.ri_op_rnic_query = rnic_query;
-        t.ri_op_rnic_modify = rnic_modify;
         t.ri_op_rnic_free_hdl = rnic_free_hdl;
         t.ri_op_rnic_diag = rnic_diag;
     }
@@ -201,7 +189,7 @@ ri_ops_t build_table(bool locked) {
     fill_qp_ops(t, locked);
     fill_mem_ops(t, locked);
     fill_wr_ops(t, locked);
-    fill_xport_ops(t, locked);
+    fill_personality_ops(t, locked);
     return t;
 }
 

@@ -1,6 +1,5 @@
 // Shared receive queues: create, query, modify (resize, limit), destroy. Posting is in
 // wr_ops.cpp.
-#include <algorithm>
 #include <memory>
 
 #include "rnicpi/ops.hpp"

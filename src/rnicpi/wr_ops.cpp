@@ -185,15 +185,6 @@ struct WrOps {
         return post_one(h, qp, wr, err);
     }
 
-    static ri_api_return_t qp_post_datagram(ri_rnic_handle_t h, ri_qp_handle_t, ri_wr_type_t,
-                                            ri_wr_flags_t, ri_wr_id_t, ri_data_seg_t *, uint_t,
-                                            uint32_t, ri_address_handle_t, uint32_t, uint32_t,
-                                            uint8_t, ri_err_data_t *err) {
-        if (err) *err = 0;
-        if (!fast_rnic(h)) return RI_RET_RNIC_INVALID_HANDLE;
-        return RI_RET_XPORT_UNSUPPORTED;  // UD is InfiniBand only
-    }
-
     static ri_api_return_t qp_postrq(ri_rnic_handle_t h, ri_qp_handle_t qp, ri_wr_recv_t *wr,
                                      uint_t *num, ri_err_data_t *err) {
         return post_list<ri_wr_recv_t>(h, qp, wr, num, err, &Qp::post_rq);
@@ -261,7 +252,6 @@ struct WrOps {
         t.ri_op_qp_post_fmr = qp_post_fmr;
         t.ri_op_qp_post_local_invalidate = qp_post_local_invalidate;
         t.ri_op_qp_post_atomic = qp_post_atomic;
-        t.ri_op_qp_post_datagram = qp_post_datagram;
         t.ri_op_qp_postrq = qp_postrq;
         t.ri_op_qp_post_recv = qp_post_recv;
         t.ri_op_srq_post = srq_post;

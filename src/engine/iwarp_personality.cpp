@@ -1,0 +1,28 @@
+// The iWARP personality: an RDMAC verbs RNIC. Its QP state machine is Qp::modify
+// (qp.cpp); every InfiniBand-only call keeps the default "not an InfiniBand device".
+#include "engine/personality.hpp"
+#include "engine/qp.hpp"
+
+namespace softrnic::engine {
+
+namespace {
+
+ri_api_return_t iwarp_qp_modify(Qp &qp, ri_qp_attr_mask_t mask, ri_qp_attr_t &attrs) {
+    return qp.modify(mask, attrs);
+}
+
+Personality make_iwarp() {
+    Personality p;
+    p.name = "iwarp";
+    p.qp_modify = iwarp_qp_modify;
+    return with_defaults(p);
+}
+
+}  // namespace
+
+const Personality &iwarp_personality() {
+    static const Personality p = make_iwarp();
+    return p;
+}
+
+}  // namespace softrnic::engine
