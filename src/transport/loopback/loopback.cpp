@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "base/sync.hpp"
+#include "transport/iwarp/terminate_map.hpp"
 #include "transport/transport.hpp"
 
 namespace softrnic::transport::loopback {
@@ -81,15 +82,23 @@ class LoopbackChannel final : public Channel {
         RxStatus st = run(*p, op);
         if (!st.ok) {
             link_->terminated.store(true, std::memory_order_release);
-            return {OpOutcome::Terminated, st.term};
+            return {OpOutcome::Terminated, st.fault, st.op};
         }
         return {OpOutcome::Done, {}};
     }
 
-    void terminate(TerminateCode code, std::span<const uint8_t> msg) override {
+    void terminate(const FaultReport &f) override {
         if (link_->terminated.exchange(true, std::memory_order_acq_rel)) return;
+        uint8_t msg[kFaultMessageMax];
+        const size_t n = fault_message(f, msg);
         PeerCall call(*link_, 1 - side_);
-        if (Endpoint *p = call.ep()) p->rx_terminate(code, msg);
+        if (Endpoint *p = call.ep()) p->rx_terminate({msg, n});
+    }
+
+    // Loopback speaks iWARP's Terminate, as the wire transports do.
+    size_t fault_message(const FaultReport &f,
+                         std::span<uint8_t, kFaultMessageMax> out) const override {
+        return iwarp::terminate_message(f, out);
     }
 
     void close(CloseKind kind) override {
@@ -150,7 +159,7 @@ class LoopbackChannel final : public Channel {
                 return st;
             }
         }
-        return RxStatus::fail({0, 2, 0x06});
+        return RxStatus::fail(RemoteFault::UnexpectedOpcode);
     }
 
     std::shared_ptr<Link> link_;
