@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <variant>
 
 #include "rnicpi/rnicpi.h"
 #include "transport/progress.hpp"
@@ -104,6 +105,26 @@ enum class OpKind : uint8_t {
 // remote_to of an atomic that targets the first 8 bytes of the STag's region or window.
 inline constexpr uint64_t kAtomicAtBase = ~uint64_t{0};
 
+// Where a datagram goes (an InfiniBand UD send): the address handle (the personality's
+// own object), the destination QP number and its Q_Key. Connected streams have none.
+struct DatagramDest {
+    const void *address_handle = nullptr;
+    uint32_t remote_qpn = 0;
+    uint32_t q_key = 0;
+};
+
+// Where an arriving datagram came from, for its receive completion (the ri_gen_wc fields,
+// rnicpi.h). Connected streams have none.
+struct DatagramSource {
+    uint32_t remote_qpn = 0;
+    ri_lid_t remote_lid = 0;
+    uint8_t remote_sl = 0;
+    uint8_t local_lid_pathbits = 0;
+    uint16_t ether_type = 0;
+    bool grh_present = false;
+    uint32_t pkey_index = 0;
+};
+
 // One outbound data-transfer WR, validated and with local memory resolved by the engine.
 struct OutboundOp {
     OpKind kind = OpKind::Send;
@@ -116,6 +137,7 @@ struct OutboundOp {
     uint64_t operand1 = 0;  // atomics: add value, or compare value
     uint64_t operand2 = 0;  // atomics: swap value
     uint64_t *atomic_result = nullptr;
+    const DatagramDest *dest = nullptr;  // datagram QPs only
 };
 
 enum class OpOutcome : uint8_t {
@@ -135,6 +157,7 @@ struct OpResult {
 struct RxRecv {
     void *wqe = nullptr;  // engine-private
     uint64_t capacity = 0;
+    const DatagramSource *source = nullptr;  // datagrams: the completion's source fields
 };
 
 enum class CloseKind : uint8_t { Graceful, Abortive };
@@ -247,6 +270,18 @@ class Channel {
     }
     virtual void close(CloseKind kind) = 0;
 };
+
+// How a QP reaches its transport: a connected LLP stream (iWARP, RNICPI L1720-1781), or an
+// InfiniBand path (address vector and port; the IB personality fills it in later).
+struct StreamBinding {
+    ri_llp_stream_handle_t llp = 0;
+};
+struct IbPathBinding {
+    uint8_t port = 0;
+    ri_lid_t dlid = 0;
+    uint32_t remote_qpn = 0;
+};
+using QpBinding = std::variant<StreamBinding, IbPathBinding>;
 
 // Turns LLP stream handles into channels. Each transport registers one claimer. `progress`
 // is the claiming RNIC instance's progress engine: an asynchronous channel registers its
