@@ -1300,7 +1300,8 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
     std::unique_ptr<transport::Channel> new_chan;
     if (to_rts) {
         bool known = false;
-        new_chan = transport::claim_llp(iw.llp_stream_handle, known, dev->progress);
+        new_chan =
+            transport::claim(transport::StreamBinding{iw.llp_stream_handle}, known, dev->progress);
         if (!new_chan) return RI_RET_INVALID_LL_HANDLE;
     }
 

@@ -283,7 +283,8 @@ struct IbPathBinding {
 };
 using QpBinding = std::variant<StreamBinding, IbPathBinding>;
 
-// Turns LLP stream handles into channels. Each transport registers one claimer. `progress`
+// Turns LLP stream handles into channels: the handles transports published in the LLP
+// registry (llp_registry.hpp) first, then any registered claimer (tests register one). `progress`
 // is the claiming RNIC instance's progress engine: an asynchronous channel registers its
 // stream there, so every connection of an instance shares one progress thread.
 using LlpClaimer = std::unique_ptr<Channel> (*)(ri_llp_stream_handle_t h, bool &mine,
@@ -291,6 +292,8 @@ using LlpClaimer = std::unique_ptr<Channel> (*)(ri_llp_stream_handle_t h, bool &
 void register_llp_claimer(LlpClaimer claimer);
 // Returns the channel for `h`, or nullptr with `known` false when no transport issued it.
 std::unique_ptr<Channel> claim_llp(ri_llp_stream_handle_t h, bool &known, ProgressEngine &progress);
+// The same for a QP's binding (a connected stream today; an IB path later).
+std::unique_ptr<Channel> claim(const QpBinding &binding, bool &known, ProgressEngine &progress);
 
 // Placement by the initiator. A transport may let its peers write into this process's
 // memory themselves (shm: the peer's process_vm_writev), within STag ranges this engine

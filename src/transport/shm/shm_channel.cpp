@@ -76,6 +76,7 @@
 
 #include "base/sync.hpp"
 #include "transport/iwarp/terminate_map.hpp"
+#include "transport/llp_registry.hpp"
 #include "transport/shm/cma_copy.hpp"
 #include "transport/shm/link.hpp"
 #include "transport/shm/shm.hpp"
@@ -1936,37 +1937,34 @@ class ShmChannel final : public Channel {
     std::unique_ptr<Core> core_;
 };
 
-std::mutex g_mu;
-std::map<int, std::unique_ptr<Link>> g_unclaimed;
-
-std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, bool &mine, ProgressEngine &pe) {
-    std::unique_ptr<Link> link;
-    {
-        std::lock_guard lk(g_mu);
-        auto it = g_unclaimed.find(h);
-        if (it == g_unclaimed.end()) {
-            mine = false;
-            return nullptr;
-        }
-        mine = true;
-        link = std::move(it->second);
-        g_unclaimed.erase(it);
+// An adopted connection no QP has claimed: owns the socket and both mappings (Link) until
+// then; destroying it closes the socket (the peer sees the connection end) and unmaps.
+class UnclaimedLink final : public llp::UnclaimedStream {
+  public:
+    explicit UnclaimedLink(std::unique_ptr<Link> link) : link_(std::move(link)) {}
+    std::unique_ptr<Channel> claim(ri_llp_stream_handle_t, ProgressEngine &pe) override {
+        // The responder's deferred hello goes before anything the channel may write on the
+        // socket (doorbells); a failure means the peer is gone, which the channel then
+        // finds. Our segment is made with the hello: without it there is no channel (the
+        // handle is consumed; the link closes here and the peer sees the socket close).
+        if (link_->hello.pending) send_hello_now(*link_);
+        if (!link_->mine.get()) return nullptr;
+        auto core = std::make_unique<Core>(std::move(link_), pe);
+        if (!core->ok()) return nullptr;  // the handle is consumed; the link closes with it
+        return std::make_unique<ShmChannel>(std::move(core));
     }
-    // The responder's deferred hello goes before anything the channel may write on the
-    // socket (doorbells); a failure means the peer is gone, which the channel then finds.
-    // Our segment is made with the hello: without it there is no channel (the handle is
-    // consumed; the link closes here and the peer sees the socket close).
-    if (link->hello.pending) send_hello_now(*link);
-    if (!link->mine.get()) return nullptr;
-    auto core = std::make_unique<Core>(std::move(link), pe);
-    if (!core->ok()) return nullptr;  // the handle is consumed; the link closes with it
-    return std::make_unique<ShmChannel>(std::move(core));
-}
+    bool send_deferred(ri_llp_stream_handle_t, uint64_t key) override {
+        if (key == 0 || link_->hello.key != key) return false;
+        return send_hello_now(*link_);
+    }
+
+  private:
+    std::unique_ptr<Link> link_;
+};
 
 }  // namespace
 
 void ensure_registered() {
-    register_llp_claimer(&claim);
     register_placement_revoker(&revoke_all_grants);
 }
 
@@ -1977,33 +1975,16 @@ int register_unclaimed(std::unique_ptr<Link> link) {
         link->sock = -1;            // still the caller's
         return -1;
     }
-    std::lock_guard lk(g_mu);
-    g_unclaimed[h] = std::move(link);
+    if (!llp::publish(h, std::make_unique<UnclaimedLink>(std::move(link)))) return -1;
     return h;
 }
 
-bool forget(ri_llp_stream_handle_t h) {
-    std::unique_ptr<Link> link;
-    {
-        std::lock_guard lk(g_mu);
-        auto it = g_unclaimed.find(h);
-        if (it == g_unclaimed.end()) return false;
-        link = std::move(it->second);
-        g_unclaimed.erase(it);
-    }
-    return true;  // `link` closes the socket and unmaps both segments
-}
-
 bool send_deferred_hello(ri_llp_stream_handle_t h, uint64_t key) {
-    std::lock_guard lk(g_mu);
-    auto it = g_unclaimed.find(h);
-    if (it == g_unclaimed.end() || key == 0 || it->second->hello.key != key) return false;
-    return send_hello_now(*it->second);
+    return llp::send_deferred(h, key);
 }
 
 bool is_unclaimed(ri_llp_stream_handle_t h) {
-    std::lock_guard lk(g_mu);
-    return g_unclaimed.count(h) != 0;
+    return llp::is_unclaimed(h);
 }
 
 }  // namespace softrnic::transport::shm

@@ -18,9 +18,11 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "transport/iwarp/terminate_map.hpp"
+#include "transport/llp_registry.hpp"
 #include "transport/tcp/wire/ddp_rdmap.hpp"
 #include "transport/tcp/wire/fpdu.hpp"
 #include "transport/tcp/wire/segment.hpp"
@@ -1370,57 +1372,36 @@ class TcpChannel final : public Channel {
     std::unique_ptr<Core> core_;
 };
 
-std::mutex g_mu;
-std::map<int, StreamParams> g_unclaimed;
-
-std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, bool &mine, ProgressEngine &pe) {
-    StreamParams p;
-    {
-        std::lock_guard lk(g_mu);
-        auto it = g_unclaimed.find(h);
-        if (it == g_unclaimed.end()) {
-            mine = false;
+// An adopted socket no QP has claimed: owns the descriptor until then.
+class UnclaimedSocket final : public llp::UnclaimedStream {
+  public:
+    UnclaimedSocket(int fd, StreamParams p) : fd_(fd), p_(std::move(p)) {}
+    ~UnclaimedSocket() override {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, ProgressEngine &pe) override {
+        const int fd = std::exchange(fd_, -1);  // the channel owns it now
+        auto core = std::make_unique<Core>(h, p_, pe);
+        if (!core->ok()) {
+            // Nothing claimed it: the handle is consumed but the fd stays the caller's.
+            core->disown_fd();
+            (void)fd;
             return nullptr;
         }
-        mine = true;
-        p = it->second;
-        g_unclaimed.erase(it);
+        return std::make_unique<TcpChannel>(std::move(core));
     }
-    // On failure the handle is consumed but the fd stays the caller's (nothing claimed it).
-    auto core = std::make_unique<Core>(h, p, pe);
-    if (!core->ok()) {
-        core->disown_fd();  // the fd stays the caller's: nothing was claimed
-        return nullptr;
-    }
-    return std::make_unique<TcpChannel>(std::move(core));
-}
+    bool send_deferred(ri_llp_stream_handle_t h, uint64_t key) override;
+    // Leaves the descriptor to the caller (forget_socket).
+    void disown() { fd_ = -1; }
 
-}  // namespace
+  private:
+    int fd_;
+    StreamParams p_;
+};
 
-void ensure_registered() {
-    register_llp_claimer(&claim);
-}
-
-ri_llp_stream_handle_t adopt_socket(int fd, const StreamParams &params) {
-    if (fd < 0 || fd >= (1 << 30)) return -1;  // loopback handles live above 2^30
-    int type = 0;
-    socklen_t sl = sizeof type;
-    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &sl) != 0 || type != SOCK_STREAM) return -1;
-    int fl = ::fcntl(fd, F_GETFL);
-    if (fl < 0 || ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) return -1;
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // FPDUs are latency-bound
-    ensure_registered();
-    std::lock_guard lk(g_mu);
-    g_unclaimed[fd] = params;
-    return fd;
-}
-
-bool send_preamble(ri_llp_stream_handle_t h, uint64_t key) {
-    std::lock_guard lk(g_mu);
-    auto it = g_unclaimed.find(h);
-    if (it == g_unclaimed.end() || key == 0 || it->second.preamble_key != key) return false;
-    std::vector<uint8_t> &pre = it->second.preamble;
+bool UnclaimedSocket::send_deferred(ri_llp_stream_handle_t h, uint64_t key) {
+    if (key == 0 || p_.preamble_key != key) return false;
+    std::vector<uint8_t> &pre = p_.preamble;
     size_t off = 0;
     bool failed = false;
     while (off < pre.size()) {
@@ -1442,9 +1423,36 @@ bool send_preamble(ri_llp_stream_handle_t h, uint64_t key) {
     return off > 0 && pre.empty() && !failed;
 }
 
+}  // namespace
+
+void ensure_registered() {}
+
+ri_llp_stream_handle_t adopt_socket(int fd, const StreamParams &params) {
+    if (fd < 0 || fd >= (1 << 30)) return -1;  // loopback handles live above 2^30
+    int type = 0;
+    socklen_t sl = sizeof type;
+    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &sl) != 0 || type != SOCK_STREAM) return -1;
+    int fl = ::fcntl(fd, F_GETFL);
+    if (fl < 0 || ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) return -1;
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // FPDUs are latency-bound
+    ensure_registered();
+    if (!llp::publish(fd, std::make_unique<UnclaimedSocket>(fd, params))) return -1;
+    return fd;
+}
+
+bool send_preamble(ri_llp_stream_handle_t h, uint64_t key) {
+    return llp::send_deferred(h, key);
+}
+
 bool forget_socket(ri_llp_stream_handle_t h) {
-    std::lock_guard lk(g_mu);
-    return g_unclaimed.erase(h) != 0;
+    // Only adopted sockets: another transport's handle stays where it is.
+    std::unique_ptr<llp::UnclaimedStream> s = llp::take(h, [](const llp::UnclaimedStream &u) {
+        return dynamic_cast<const UnclaimedSocket *>(&u) != nullptr;
+    });
+    if (!s) return false;
+    static_cast<UnclaimedSocket *>(s.get())->disown();  // the caller closes the fd
+    return true;
 }
 
 }  // namespace softrnic::transport::tcp
