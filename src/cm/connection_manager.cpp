@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "transport/llp_registry.hpp"
 #include "transport/shm/shm.hpp"
 #include "transport/tcp/tcp_channel.hpp"
 #include "transport/tcp/wire/ddp_rdmap.hpp"
@@ -35,11 +36,7 @@ const char *to_string(LlpTransport t) {
 }
 
 bool release_unclaimed(ri_llp_stream_handle_t h) {
-    if (tcp::forget_socket(h)) {
-        ::close(h);
-        return true;
-    }
-    return shm::forget(h);
+    return transport::llp::release(h);
 }
 
 const char *to_string(FailReason r) {

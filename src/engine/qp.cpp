@@ -9,11 +9,13 @@
 
 namespace softrnic::engine {
 
+using transport::FaultedOp;
+using transport::FaultReport;
 using transport::IoSpan;
 using transport::OpKind;
 using transport::OpOutcome;
+using transport::RemoteFault;
 using transport::RxStatus;
-using transport::TerminateCode;
 
 namespace {
 
@@ -24,22 +26,6 @@ constexpr uint32_t kWrFlagsKnown =
 constexpr uint32_t kRecvFlagsKnown =
     RI_WR_LOCAL_SOLICITED_FLAG | RI_WR_COALESCE_FLAG | RI_WR_CONSUMER_FLAG0 | RI_WR_CONSUMER_FLAG1;
 constexpr uint64_t kPosMask = (uint64_t{1} << 40) - 1;
-
-// Terminate codes (RFC 5040 5.4.1, RFC 5041 7.2).
-constexpr TerminateCode kTermRdmapCatastrophic{0, 0, 0x00};
-constexpr TerminateCode kTermRdmapInvalidStag{0, 1, 0x00};
-constexpr TerminateCode kTermRdmapBounds{0, 1, 0x01};
-constexpr TerminateCode kTermRdmapAccess{0, 1, 0x02};
-constexpr TerminateCode kTermRdmapNotAssociated{0, 1, 0x03};
-constexpr TerminateCode kTermRdmapWrap{0, 1, 0x04};
-constexpr TerminateCode kTermRdmapCannotInvalidate{0, 1, 0x09};
-constexpr TerminateCode kTermRdmapUnexpectedOp{0, 2, 0x06};
-constexpr TerminateCode kTermDdpTaggedInvalidStag{1, 1, 0x00};
-constexpr TerminateCode kTermDdpTaggedBounds{1, 1, 0x01};
-constexpr TerminateCode kTermDdpTaggedNotAssociated{1, 1, 0x02};
-constexpr TerminateCode kTermDdpTaggedWrap{1, 1, 0x03};
-constexpr TerminateCode kTermDdpNoBuffer{1, 2, 0x02};
-constexpr TerminateCode kTermDdpTooLong{1, 2, 0x05};
 
 ri_wc_status_t invalidate_status(InvalidateFault f) {
     switch (f) {
@@ -74,41 +60,41 @@ ri_wc_status_t fault_status(MemFault f) {
     return RI_WC_STATUS_LOCAL_QP_OP_ERROR;
 }
 
-// What a responder-side STag fault raises and answers (docs/spec-deviations.md): Read
-// Requests and atomics use the IRRQ events and RDMAP codes, tagged placement (RDMA write)
-// the protection events and DDP tagged codes (RFC 5040 5.4.1, RFC 5041 7.2).
+// What a responder-side STag fault raises and reports (docs/spec-deviations.md): Read
+// Requests and atomics use the IRRQ events, tagged placement (RDMA write) the protection
+// events; the transport says the fault on its wire.
 struct RemoteFaultInfo {
     ri_async_event_type_t event;
-    TerminateCode term;
+    RemoteFault fault;
 };
 
 RemoteFaultInfo remote_fault(MemFault f, bool irrq) {
     if (irrq) {
         switch (f) {
             case MemFault::Bounds:
-                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_BOUNDS_VIOLATION, kTermRdmapBounds};
+                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_BOUNDS_VIOLATION, RemoteFault::Bounds};
             case MemFault::Access:
-                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_ACCESS_VIOLATION, kTermRdmapAccess};
+                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_ACCESS_VIOLATION, RemoteFault::Access};
             case MemFault::Pd:
-                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_INVALID_PD, kTermRdmapNotAssociated};
+                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_INVALID_PD, RemoteFault::NotAssociated};
             case MemFault::Wrap:
-                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_WRAP_ERROR, kTermRdmapWrap};
+                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_WRAP_ERROR, RemoteFault::Wrap};
             default:
-                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_INVALID_STAG, kTermRdmapInvalidStag};
+                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_INVALID_STAG, RemoteFault::InvalidStag};
         }
     }
     switch (f) {
         case MemFault::Bounds:
-            return {RI_EVENT_QP_PROTECTION_ERROR_BOUNDS_VIOLATION, kTermDdpTaggedBounds};
+            return {RI_EVENT_QP_PROTECTION_ERROR_BOUNDS_VIOLATION, RemoteFault::Bounds};
         case MemFault::Access:
-            return {RI_EVENT_QP_PROTECTION_ERROR_ACCESS_VIOLATION, kTermRdmapAccess};
+            return {RI_EVENT_QP_PROTECTION_ERROR_ACCESS_VIOLATION, RemoteFault::Access};
         case MemFault::Pd:
-            return {RI_EVENT_QP_PROTECTION_ERROR_INVALID_PD, kTermDdpTaggedNotAssociated};
+            return {RI_EVENT_QP_PROTECTION_ERROR_INVALID_PD, RemoteFault::NotAssociated};
         case MemFault::Wrap:
-            return {RI_EVENT_QP_PROTECTION_ERROR_WRAP_ERROR, kTermDdpTaggedWrap};
+            return {RI_EVENT_QP_PROTECTION_ERROR_WRAP_ERROR, RemoteFault::Wrap};
         default:
             // The family has no "invalid STag" event (L1984-2023).
-            return {RI_EVENT_QP_PROTECTION_ERROR_STAG_QP_MISMATCH, kTermDdpTaggedInvalidStag};
+            return {RI_EVENT_QP_PROTECTION_ERROR_STAG_QP_MISMATCH, RemoteFault::InvalidStag};
     }
 }
 
@@ -145,62 +131,7 @@ ri_wc_type_t wc_type_of(ri_wr_type_t t) {
     return RI_WC_TYPE_SEND;
 }
 
-// A DDP header as it would stand on the wire, for the Terminate message's copy of the
-// offending header (RFC 5040 5.4.1: D bit set, segment length, then the header).
-uint32_t tagged_header(uint8_t opcode, uint32_t stag, uint64_t to, uint8_t *out) {
-    out[0] = 0xC1;                                 // T=1 L=1 DV=1
-    out[1] = static_cast<uint8_t>(0x40 | opcode);  // RV=1
-    for (int i = 0; i < 4; ++i)
-        out[2 + i] = static_cast<uint8_t>(stag >> (24 - 8 * i));
-    for (int i = 0; i < 8; ++i)
-        out[6 + i] = static_cast<uint8_t>(to >> (56 - 8 * i));
-    return 14;
-}
-
-uint32_t untagged_header(uint8_t opcode, uint32_t queue, uint32_t inv_stag, uint8_t *out) {
-    out[0] = 0x41;  // T=0 L=1 DV=1
-    out[1] = static_cast<uint8_t>(0x40 | opcode);
-    for (int i = 0; i < 4; ++i)
-        out[2 + i] = static_cast<uint8_t>(inv_stag >> (24 - 8 * i));
-    for (int i = 0; i < 4; ++i)
-        out[6 + i] = static_cast<uint8_t>(queue >> (24 - 8 * i));
-    std::memset(out + 10, 0, 8);  // MSN and MO are the transport's; loopback has none
-    return 18;
-}
-
-// Terminate quotes, built only once an arrival has failed (the success path used to build
-// one per arrival).
-TermHdr tagged_term(uint8_t opcode, uint32_t stag, uint64_t to) {
-    TermHdr h;
-    h.len = tagged_header(opcode, stag, to, h.b);
-    return h;
-}
-TermHdr untagged_term(uint8_t opcode, uint32_t queue, uint32_t inv_stag) {
-    TermHdr h;
-    h.len = untagged_header(opcode, queue, inv_stag, h.b);
-    return h;
-}
-
 }  // namespace
-
-uint32_t build_terminate(TerminateCode code, const uint8_t *hdr, uint32_t hdr_len,
-                         uint8_t out[52]) {
-    std::memset(out, 0, 52);
-    uint32_t ctrl = (uint32_t{code.layer} & 0xF) << 28 | (uint32_t{code.etype} & 0xF) << 24 |
-                    uint32_t{code.ecode} << 16;
-    if (hdr_len) ctrl |= 1u << 14;  // D: DDP header included
-    for (int i = 0; i < 4; ++i)
-        out[i] = static_cast<uint8_t>(ctrl >> (24 - 8 * i));
-    uint32_t len = 4;
-    if (hdr_len) {
-        hdr_len = std::min<uint32_t>(hdr_len, 52 - 6);
-        out[4] = static_cast<uint8_t>(hdr_len >> 8);
-        out[5] = static_cast<uint8_t>(hdr_len);
-        std::memcpy(out + 6, hdr, hdr_len);
-        len += 2 + hdr_len;
-    }
-    return len;
-}
 
 // Brackets one arrival from the transport: enters the QP's rx gate, and once the arrival is
 // over, finishes an error transition the arrival started (the flush must not run while the
@@ -418,7 +349,7 @@ void Qp::execute_sq_wr(const ri_wr_t &wr, const WrInfo &info) {
                                                                 : local_invalidate(wr.wr_li);
             complete_sq(info, wct, st, 0, false);
             if (st != RI_WC_STATUS_SUCCESS)
-                fail_local(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, true, kTermRdmapCatastrophic);
+                fail_local(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, true, RemoteFault::Catastrophic);
             return;
         }
         default:
@@ -501,7 +432,7 @@ void Qp::execute_sq_wr(const ri_wr_t &wr, const WrInfo &info) {
     }
     if (st != RI_WC_STATUS_SUCCESS) {
         complete_sq(info, wct, st, 0, true);
-        fail_local(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, true, kTermRdmapCatastrophic);
+        fail_local(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, true, RemoteFault::Catastrophic);
         return;
     }
     f.nrefs = nrefs;
@@ -566,7 +497,7 @@ void Qp::finish_outbound(InFlight &f, transport::OpResult res) {
     f.nrefs = 0;
     if (li_status != RI_WC_STATUS_SUCCESS) {
         complete_sq(f.w, f.wct, li_status, 0, true);
-        fail_local(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, true, kTermRdmapCatastrophic);
+        fail_local(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, true, RemoteFault::Catastrophic);
         return;
     }
     switch (res.outcome) {
@@ -579,7 +510,7 @@ void Qp::finish_outbound(InFlight &f, transport::OpResult res) {
             if (state.load(std::memory_order_acquire) == RI_QP_STATE_READY_TO_SEND) {
                 // Reported by the submit itself (synchronous transport): this is the news.
                 complete_sq(f.w, f.wct, RI_WC_STATUS_REMOTE_TERMINATION_ERROR, 0, true);
-                record_terminate(res.term, nullptr, 0, false);
+                record_fault({res.fault, res.op, 0, 0, false}, false);
                 raise(RI_EVENT_QP_TERMINATE_MESSAGE_RECEIVED);
                 enter_error(false);
             } else if (terminate_received.exchange(false, std::memory_order_acq_rel)) {
@@ -862,14 +793,13 @@ bool Qp::take_recv(RecvWqe &w, ri_data_seg_t *sges) {
 RxStatus Qp::rx_tagged_acquire(uint32_t stag, uint64_t to, uint64_t len, bool for_read, IoSpan &out,
                                void *&ref) {
     RxScope scope(*this);
-    if (!scope) return RxStatus::fail(kTermRdmapCatastrophic);
-    const auto term_hdr = [&] { return tagged_term(for_read ? 1 : 0, stag, to); };
+    if (!scope) return RxStatus::fail(RemoteFault::Catastrophic);
+    const FaultReport site{RemoteFault::UnexpectedOpcode,
+                           for_read ? FaultedOp::ReadRequest : FaultedOp::Write, stag, to};
     if (for_read && !enable_read)
-        return fail_rx(RI_EVENT_QP_REMOTE_OP_ERROR_RDMA_RD_DISABLED, kTermRdmapUnexpectedOp,
-                       term_hdr());
+        return fail_rx(RI_EVENT_QP_REMOTE_OP_ERROR_RDMA_RD_DISABLED, site);
     if (!for_read && !enable_write)
-        return fail_rx(RI_EVENT_QP_REMOTE_OP_ERROR_RDMA_WR_RD_RESP_DISABLED, kTermRdmapUnexpectedOp,
-                       term_hdr());
+        return fail_rx(RI_EVENT_QP_REMOTE_OP_ERROR_RDMA_WR_RD_RESP_DISABLED, site);
     MemRef r;
     uint32_t need = for_read ? RI_MEM_FLAGS_REMOTE_READ : RI_MEM_FLAGS_REMOTE_WRITE;
     MemFault f = dev->stags.acquire(stag, to, len, need, pd, this, r);
@@ -878,7 +808,7 @@ RxStatus Qp::rx_tagged_acquire(uint32_t stag, uint64_t to, uint64_t len, bool fo
         ref = r.entry;
         return RxStatus::success();
     }
-    return fail_remote(f, for_read, term_hdr());
+    return fail_remote(f, for_read, site);
 }
 
 bool Qp::rx_tagged_grant(void *ref, uint64_t &to, uint64_t &len, std::byte *&host) {
@@ -903,17 +833,15 @@ void Qp::rx_tagged_release(void *ref) {
 
 RxStatus Qp::rx_recv_begin(transport::RxRecv &r) {
     RxScope scope(*this);
-    if (!scope) return RxStatus::fail(kTermRdmapCatastrophic);
+    if (!scope) return RxStatus::fail(RemoteFault::Catastrophic);
     return recv_begin(r);
 }
 
 RxStatus Qp::recv_begin(transport::RxRecv &r) {
     RecvWqe w{};
-    if (!take_recv(w, rx_sges_)) {
-        uint8_t hdr[32];
-        uint32_t hl = untagged_header(3, 0, 0, hdr);
-        return fail_rx(RI_EVENT_QP_RQ_PROTECTION_ERROR_INVALID_MSN, kTermDdpNoBuffer, hdr, hl);
-    }
+    if (!take_recv(w, rx_sges_))
+        return fail_rx(RI_EVENT_QP_RQ_PROTECTION_ERROR_INVALID_MSN,
+                       {RemoteFault::NoReceiveBuffer, FaultedOp::Send});
     rx_wqe_ = w;
     uint64_t cap = 0;
     for (uint32_t i = 0; i < w.num_sgls; ++i)
@@ -925,17 +853,17 @@ RxStatus Qp::recv_begin(transport::RxRecv &r) {
 
 RxStatus Qp::rx_recv_place(transport::RxRecv &r, uint64_t offset, std::span<const std::byte> data) {
     RxScope scope(*this);
-    if (!scope || !r.wqe) return RxStatus::fail(kTermRdmapCatastrophic);
+    if (!scope || !r.wqe) return RxStatus::fail(RemoteFault::Catastrophic);
     return recv_place(r, offset, data);
 }
 
 RxStatus Qp::recv_place(transport::RxRecv &r, uint64_t offset, std::span<const std::byte> data) {
-    const auto term_hdr = [&] { return untagged_term(3, 0, 0); };
     if (offset + data.size() > r.capacity) {
         complete_recv(rx_wqe_, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_LOCAL_LENGTH_ERROR, 0, 0, 0,
                       0);
         r.wqe = nullptr;
-        return fail_rx(RI_EVENT_QP_LLQ_INTEGRITY_ERROR_SIZE, kTermDdpTooLong, term_hdr());
+        return fail_rx(RI_EVENT_QP_LLQ_INTEGRITY_ERROR_SIZE,
+                       {RemoteFault::MessageTooLong, FaultedOp::Send});
     }
     // Walk the receive SGEs to the offset, checking each piece as it is written.
     uint64_t sge_start = 0;
@@ -960,8 +888,8 @@ RxStatus Qp::recv_place(transport::RxRecv &r, uint64_t offset, std::span<const s
             if (f != MemFault::None) {
                 complete_recv(rx_wqe_, RI_WC_TYPE_DATA_RECEIVED, fault_status(f), 0, 0, 0, 0);
                 r.wqe = nullptr;
-                return fail_rx(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, kTermRdmapCatastrophic,
-                               term_hdr());
+                return fail_rx(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR,
+                               {RemoteFault::Catastrophic, FaultedOp::Send});
             }
             std::memcpy(dst, data.data() + done, n);
             StagTable::put(ref);
@@ -976,13 +904,13 @@ RxStatus Qp::rx_recv_map(transport::RxRecv &r, uint64_t offset, uint64_t len, st
                          std::span<void *> refs, size_t &n) {
     n = 0;
     RxScope scope(*this);
-    if (!scope || !r.wqe) return RxStatus::fail(kTermRdmapCatastrophic);
-    const auto term_hdr = [&] { return untagged_term(3, 0, 0); };
+    if (!scope || !r.wqe) return RxStatus::fail(RemoteFault::Catastrophic);
     if (offset + len > r.capacity || offset + len < offset) {
         complete_recv(rx_wqe_, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_LOCAL_LENGTH_ERROR, 0, 0, 0,
                       0);
         r.wqe = nullptr;
-        return fail_rx(RI_EVENT_QP_LLQ_INTEGRITY_ERROR_SIZE, kTermDdpTooLong, term_hdr());
+        return fail_rx(RI_EVENT_QP_LLQ_INTEGRITY_ERROR_SIZE,
+                       {RemoteFault::MessageTooLong, FaultedOp::Send});
     }
     // Same walk and checks as recv_place, keeping each piece pinned instead of copying.
     uint64_t sge_start = 0, done = 0;
@@ -997,7 +925,7 @@ RxStatus Qp::rx_recv_map(transport::RxRecv &r, uint64_t offset, uint64_t len, st
                 for (size_t j = 0; j < n; ++j)
                     rx_tagged_release(refs[j]);
                 n = 0;
-                return RxStatus::fail(kTermRdmapCatastrophic);
+                return RxStatus::fail(RemoteFault::Catastrophic);
             }
             MemRef ref;
             MemFault f = MemFault::None;
@@ -1014,8 +942,8 @@ RxStatus Qp::rx_recv_map(transport::RxRecv &r, uint64_t offset, uint64_t len, st
                 n = 0;
                 complete_recv(rx_wqe_, RI_WC_TYPE_DATA_RECEIVED, fault_status(f), 0, 0, 0, 0);
                 r.wqe = nullptr;
-                return fail_rx(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR, kTermRdmapCatastrophic,
-                               term_hdr());
+                return fail_rx(RI_EVENT_QP_LOCAL_CATASTROPHIC_ERROR,
+                               {RemoteFault::Catastrophic, FaultedOp::Send});
             }
             out[n] = {ref.ptr, k};
             refs[n] = ref.entry;
@@ -1030,7 +958,7 @@ RxStatus Qp::rx_recv_map(transport::RxRecv &r, uint64_t offset, uint64_t len, st
 RxStatus Qp::rx_recv_end(transport::RxRecv &r, OpKind kind, uint64_t total_len, bool solicited,
                          uint32_t invalidate_stag, uint32_t immediate) {
     RxScope scope(*this);
-    if (!scope || !r.wqe) return RxStatus::fail(kTermRdmapCatastrophic);
+    if (!scope || !r.wqe) return RxStatus::fail(RemoteFault::Catastrophic);
     return recv_end(r, kind, total_len, solicited, invalidate_stag, immediate);
 }
 
@@ -1038,7 +966,7 @@ RxStatus Qp::rx_send(OpKind kind, std::span<const IoSpan> payload, uint64_t tota
                      bool solicited, uint32_t invalidate_stag, uint32_t immediate) {
     // The whole message in one arrival: one pass through the rx gate instead of three.
     RxScope scope(*this);
-    if (!scope) return RxStatus::fail(kTermRdmapCatastrophic);
+    if (!scope) return RxStatus::fail(RemoteFault::Catastrophic);
     transport::RxRecv r;
     RxStatus st = recv_begin(r);
     if (!st.ok) return st;
@@ -1054,7 +982,7 @@ RxStatus Qp::rx_send(OpKind kind, std::span<const IoSpan> payload, uint64_t tota
 
 RxStatus Qp::recv_end(transport::RxRecv &r, OpKind kind, uint64_t total_len, bool solicited,
                       uint32_t invalidate_stag, uint32_t immediate) {
-    if (!r.wqe) return RxStatus::fail(kTermRdmapCatastrophic);
+    if (!r.wqe) return RxStatus::fail(RemoteFault::Catastrophic);
     r.wqe = nullptr;
     uint32_t flags = solicited ? RI_WC_FLAG_SOLICITED_EVENT : 0;
     uint32_t inv = 0;
@@ -1067,10 +995,9 @@ RxStatus Qp::recv_end(transport::RxRecv &r, OpKind kind, uint64_t total_len, boo
         if (f != InvalidateFault::None) {
             complete_recv(rx_wqe_, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_STAG_INVALIDATE_ERROR, 0,
                           0, 0, 0);
-            uint8_t hdr[32];
-            uint32_t hl = untagged_header(4, 0, invalidate_stag, hdr);
-            return fail_rx(RI_EVENT_QP_PROTECTION_ERROR_STAG_QP_MISMATCH,
-                           kTermRdmapCannotInvalidate, hdr, hl);
+            return fail_rx(
+                RI_EVENT_QP_PROTECTION_ERROR_STAG_QP_MISMATCH,
+                {RemoteFault::CannotInvalidate, FaultedOp::SendInvalidate, invalidate_stag});
         }
         flags |= RI_WC_FLAG_RTAG_INVALIDATE;
         inv = invalidate_stag;
@@ -1090,14 +1017,12 @@ void Qp::rx_recv_abort(transport::RxRecv &r, ri_wc_status_t status) {
 
 RxStatus Qp::rx_write_immediate(uint64_t length, uint32_t immediate, bool solicited) {
     RxScope scope(*this);
-    if (!scope) return RxStatus::fail(kTermRdmapCatastrophic);
+    if (!scope) return RxStatus::fail(RemoteFault::Catastrophic);
     RecvWqe w{};
     ri_data_seg_t sg[Limits::kMaxSge];
-    if (!take_recv(w, sg)) {
-        uint8_t hdr[32];
-        uint32_t hl = untagged_header(0, 0, 0, hdr);
-        return fail_rx(RI_EVENT_QP_RQ_PROTECTION_ERROR_INVALID_MSN, kTermDdpNoBuffer, hdr, hl);
-    }
+    if (!take_recv(w, sg))
+        return fail_rx(RI_EVENT_QP_RQ_PROTECTION_ERROR_INVALID_MSN,
+                       {RemoteFault::NoReceiveBuffer, FaultedOp::WriteImmediate});
     uint32_t flags = RI_WC_FLAG_IMMEDIATE_DATA | (solicited ? RI_WC_FLAG_SOLICITED_EVENT : 0);
     complete_recv(w, RI_WC_TYPE_RDMA_IMMEDIATE_RECEIVED, RI_WC_STATUS_SUCCESS, length, flags, 0,
                   immediate);
@@ -1107,8 +1032,7 @@ RxStatus Qp::rx_write_immediate(uint64_t length, uint32_t immediate, bool solici
 RxStatus Qp::rx_atomic(OpKind kind, uint32_t stag, uint64_t to, uint64_t op1, uint64_t op2,
                        uint64_t &original) {
     RxScope scope(*this);
-    if (!scope) return RxStatus::fail(kTermRdmapCatastrophic);
-    const auto term_hdr = [&] { return tagged_term(kind == OpKind::FetchAdd ? 11 : 12, stag, to); };
+    if (!scope) return RxStatus::fail(RemoteFault::Catastrophic);
     if (to == transport::kAtomicAtBase) {
         MemEntry *e = dev->stags.by_stag(stag);
         to = e ? e->to_base : 0;
@@ -1119,7 +1043,8 @@ RxStatus Qp::rx_atomic(OpKind kind, uint32_t stag, uint64_t to, uint64_t op1, ui
         StagTable::put(r);
         f = MemFault::Bounds;  // RFC 7306: the target must be 8-byte aligned
     }
-    if (f != MemFault::None) return fail_remote(f, true, term_hdr());
+    if (f != MemFault::None)
+        return fail_remote(f, true, {RemoteFault::None, FaultedOp::Atomic, stag, to});
     std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t *>(r.ptr));
     if (kind == OpKind::FetchAdd) {
         original = target.fetch_add(op1, std::memory_order_acq_rel);
@@ -1132,45 +1057,58 @@ RxStatus Qp::rx_atomic(OpKind kind, uint32_t stag, uint64_t to, uint64_t op1, ui
     return RxStatus::success();
 }
 
-void Qp::rx_terminate(TerminateCode code, std::span<const uint8_t> msg) {
+void Qp::rx_terminate(std::span<const uint8_t> msg) {
     RxScope scope(*this);
     ri_qp_state_t st = state.load(std::memory_order_acquire);
     if (st == RI_QP_STATE_ERROR || st == RI_QP_STATE_IDLE) return;
-    record_terminate(code, msg.size() > 6 ? msg.data() + 6 : nullptr,
-                     msg.size() > 6 ? static_cast<uint32_t>(msg.size() - 6) : 0, false);
+    record_terminate(msg, false);
     terminate_received.store(true, std::memory_order_release);
     terminate_in_transport.store(true, std::memory_order_release);  // its carrier closes
     raise(RI_EVENT_QP_TERMINATE_MESSAGE_RECEIVED);
     enter_error(true);
 }
 
-void Qp::rx_stream_error(TerminateCode code) {
+void Qp::rx_stream_error(RemoteFault fault, std::span<const uint8_t> msg) {
     RxScope scope(*this);
-    // Which async event a malformed stream raises (L1984-2023), by the Terminate code.
+    // Which async event a malformed stream raises (L1984-2023).
     ri_async_event_type_t ev = RI_EVENT_QP_LLQ_INTEGRITY_ERROR_BAD_FPDU;
-    if (code.layer == 2) {
-        if (code.ecode == 0x02) ev = RI_EVENT_QP_LLQ_INTEGRITY_ERROR_CRC;
-        if (code.ecode == 0x01) ev = RI_EVENT_QP_LLQ_CONNECTION_LOST;
-    } else if (code.layer == 1) {
-        if ((code.etype == 1 && code.ecode == 0x04) || (code.etype == 2 && code.ecode == 0x06))
+    switch (fault) {
+        case RemoteFault::Crc:
+            ev = RI_EVENT_QP_LLQ_INTEGRITY_ERROR_CRC;
+            break;
+        case RemoteFault::ConnectionLost:
+            ev = RI_EVENT_QP_LLQ_CONNECTION_LOST;
+            break;
+        case RemoteFault::DdpVersion:
             ev = RI_EVENT_QP_REMOTE_OP_ERROR_DDP_VERSION;
-        else if (code.etype == 2 && code.ecode == 0x01)
+            break;
+        case RemoteFault::InvalidQueue:
             ev = RI_EVENT_QP_REMOTE_OP_ERROR_DDP_QN;
-        else if (code.etype == 2 && (code.ecode == 0x02 || code.ecode == 0x04))
+            break;
+        case RemoteFault::NoReceiveBuffer:
+        case RemoteFault::InvalidOffset:
             ev = RI_EVENT_QP_RQ_PROTECTION_ERROR_INVALID_MSN;
-        else if (code.etype == 2 && code.ecode == 0x03)
+            break;
+        case RemoteFault::InvalidSequence:
             ev = RI_EVENT_QP_RQ_PROTECTION_ERROR_MSN_GAP;
-        else if (code.etype == 2 && code.ecode == 0x05)
+            break;
+        case RemoteFault::MessageTooLong:
             ev = RI_EVENT_QP_LLQ_INTEGRITY_ERROR_SIZE;
-    } else if (code.layer == 0 && code.etype == 2) {
-        if (code.ecode == 0x05) ev = RI_EVENT_QP_REMOTE_OP_ERROR_RDMA_VERSION;
-        if (code.ecode == 0x06) ev = RI_EVENT_QP_REMOTE_OP_ERROR_OPCODE;
+            break;
+        case RemoteFault::RdmaVersion:
+            ev = RI_EVENT_QP_REMOTE_OP_ERROR_RDMA_VERSION;
+            break;
+        case RemoteFault::UnexpectedOpcode:
+            ev = RI_EVENT_QP_REMOTE_OP_ERROR_OPCODE;
+            break;
+        default:
+            break;
     }
     ri_qp_state_t expect = RI_QP_STATE_READY_TO_SEND;
     if (!state.compare_exchange_strong(expect, RI_QP_STATE_TERMINATE, std::memory_order_acq_rel))
         return;
     terminate_in_transport.store(true, std::memory_order_release);  // it sends and closes
-    record_terminate(code, nullptr, 0, true);
+    record_terminate(msg, true);
     raise(ev);
     enter_error(true);
 }
@@ -1204,41 +1142,51 @@ void Qp::raise(ri_async_event_type_t ev) {
     dev->raise(ev, handle, ObjKind::Qp, os_data);
 }
 
-void Qp::record_terminate(TerminateCode code, const uint8_t *hdr, uint32_t hdr_len, bool local) {
+void Qp::record_terminate(std::span<const uint8_t> msg, bool local) {
     std::lock_guard lk(term_mu);
-    term_len = build_terminate(code, hdr, hdr_len, term_buf);
+    const size_t n = std::min(msg.size(), sizeof term_buf);
+    std::memset(term_buf, 0, sizeof term_buf);
+    if (n) std::memcpy(term_buf, msg.data(), n);
+    term_len = static_cast<uint32_t>(n);
     term_local = local;
 }
 
-RxStatus Qp::fail_rx(ri_async_event_type_t ev, TerminateCode code, const uint8_t *hdr,
-                     uint32_t hdr_len) {
+// The message the transport sends (or would send) for `f`: the engine records what the
+// wire says, it does not build it.
+void Qp::record_fault(const FaultReport &f, bool local) {
+    uint8_t msg[transport::kFaultMessageMax];
+    const size_t n =
+        chan ? chan->fault_message(f, std::span<uint8_t, transport::kFaultMessageMax>(msg)) : 0;
+    record_terminate({msg, n}, local);
+}
+
+RxStatus Qp::fail_rx(ri_async_event_type_t ev, const FaultReport &f) {
     ri_qp_state_t expect = RI_QP_STATE_READY_TO_SEND;
     if (state.compare_exchange_strong(expect, RI_QP_STATE_TERMINATE, std::memory_order_acq_rel)) {
         terminate_in_transport.store(true, std::memory_order_release);
-        record_terminate(code, hdr, hdr_len, true);
+        record_fault(f, true);
         raise(ev);
         enter_error(true);
     }
-    return RxStatus::fail(code);
+    return RxStatus::fail(f.fault, f.op);
 }
 
-RxStatus Qp::fail_remote(MemFault f, bool irrq, const uint8_t *hdr, uint32_t hdr_len) {
+RxStatus Qp::fail_remote(MemFault f, bool irrq, FaultReport site) {
     RemoteFaultInfo info = remote_fault(f, irrq);
-    return fail_rx(info.event, info.term, hdr, hdr_len);
+    site.fault = info.fault;
+    return fail_rx(info.event, site);
 }
 
-void Qp::fail_local(ri_async_event_type_t, bool send_terminate, TerminateCode code) {
+void Qp::fail_local(ri_async_event_type_t, bool send_terminate, RemoteFault fault) {
     ri_qp_state_t st = state.load(std::memory_order_acquire);
     if (st == RI_QP_STATE_ERROR) return;
     if (send_terminate && chan) {
-        record_terminate(code, nullptr, 0, true);
-        uint8_t msg[52];
-        uint32_t len = build_terminate(code, nullptr, 0, msg);
+        record_fault({fault}, true);
         state.store(RI_QP_STATE_TERMINATE, std::memory_order_release);
         // terminate() also closes the stream: finish_error must not abort it under the
         // Terminate still being written.
         terminate_in_transport.store(true, std::memory_order_release);
-        chan->terminate(code, std::span<const uint8_t>(msg, len));
+        chan->terminate({fault});
     }
     enter_error(false);
 }
@@ -1352,7 +1300,8 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
     std::unique_ptr<transport::Channel> new_chan;
     if (to_rts) {
         bool known = false;
-        new_chan = transport::claim_llp(iw.llp_stream_handle, known, dev->progress);
+        new_chan =
+            transport::claim(transport::StreamBinding{iw.llp_stream_handle}, known, dev->progress);
         if (!new_chan) return RI_RET_INVALID_LL_HANDLE;
     }
 
@@ -1438,11 +1387,9 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
                 }
                 break;
             case RI_QP_STATE_TERMINATE: {
-                TerminateCode code = kTermRdmapCatastrophic;
-                uint8_t msg[52];
-                uint32_t len = build_terminate(code, nullptr, 0, msg);
-                record_terminate(code, nullptr, 0, true);
-                if (chan) chan->terminate(code, std::span<const uint8_t>(msg, len));
+                const FaultReport f{RemoteFault::Catastrophic};
+                record_fault(f, true);
+                if (chan) chan->terminate(f);
                 enter_error(false);
                 break;
             }

@@ -14,13 +14,6 @@
 
 namespace softrnic::engine {
 
-// The DDP/RDMAP header a Terminate quotes (RFC 5040 5.4.1). Arrivals build it only once
-// they have failed.
-struct TermHdr {
-    uint8_t b[32];
-    uint32_t len;
-};
-
 class Qp final : public transport::Endpoint, public Object {
   public:
     // What a send-queue completion needs of its WR, kept while the WR is outstanding.
@@ -138,8 +131,8 @@ class Qp final : public transport::Endpoint, public Object {
                                   uint64_t op2, uint64_t &original) override;
     transport::RxStatus rx_write_immediate(uint64_t length, uint32_t immediate,
                                            bool solicited) override;
-    void rx_terminate(transport::TerminateCode code, std::span<const uint8_t> msg) override;
-    void rx_stream_error(transport::TerminateCode code) override;
+    void rx_terminate(std::span<const uint8_t> msg) override;
+    void rx_stream_error(transport::RemoteFault fault, std::span<const uint8_t> msg) override;
     void rx_llp_closed(transport::CloseKind kind) override;
     void tx_complete(transport::OpResult result) override;
 
@@ -161,19 +154,11 @@ class Qp final : public transport::Endpoint, public Object {
     ri_wc_status_t local_fmr(const ri_wr_fmr_t &w);
     ri_wc_status_t local_invalidate(const ri_wr_local_invalidate_t &w);
     // Error handling.
-    void fail_local(ri_async_event_type_t ev, bool send_terminate, transport::TerminateCode code);
-    transport::RxStatus fail_remote(MemFault f, bool irrq, const uint8_t *hdr, uint32_t hdr_len);
-    transport::RxStatus fail_rx(ri_async_event_type_t ev, transport::TerminateCode code,
-                                const uint8_t *hdr, uint32_t hdr_len);
-    transport::RxStatus fail_remote(MemFault f, bool irrq, const TermHdr &h) {
-        return fail_remote(f, irrq, h.b, h.len);
-    }
-    transport::RxStatus fail_rx(ri_async_event_type_t ev, transport::TerminateCode code,
-                                const TermHdr &h) {
-        return fail_rx(ev, code, h.b, h.len);
-    }
-    void record_terminate(transport::TerminateCode code, const uint8_t *hdr, uint32_t hdr_len,
-                          bool local);
+    void fail_local(ri_async_event_type_t ev, bool send_terminate, transport::RemoteFault fault);
+    transport::RxStatus fail_remote(MemFault f, bool irrq, transport::FaultReport site);
+    transport::RxStatus fail_rx(ri_async_event_type_t ev, const transport::FaultReport &f);
+    void record_terminate(std::span<const uint8_t> msg, bool local);
+    void record_fault(const transport::FaultReport &f, bool local);
     void enter_error(bool inside_rx);
     void finish_error();
     void raise(ri_async_event_type_t ev);
@@ -190,9 +175,5 @@ class Qp final : public transport::Endpoint, public Object {
     RecvWqe rx_wqe_{};
     ri_data_seg_t rx_sges_[Limits::kMaxSge] = {};
 };
-
-// Internal-only: makes a terminate header the way RFC 5040 5.4.1 lays it out.
-uint32_t build_terminate(transport::TerminateCode code, const uint8_t *hdr, uint32_t hdr_len,
-                         uint8_t out[52]);
 
 }  // namespace softrnic::engine

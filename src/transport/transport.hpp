@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <variant>
 
 #include "rnicpi/rnicpi.h"
 #include "transport/progress.hpp"
@@ -29,19 +30,65 @@ struct IoSpan {
     uint64_t len;
 };
 
-// iWARP Terminate header fields (RFC 5040 section 5.4.1).
-struct TerminateCode {
-    uint8_t layer = 0;  // 0 RDMAP, 1 DDP, 2 LLP
-    uint8_t etype = 0;
-    uint8_t ecode = 0;
+// What went wrong, in no wire's words: the engine reports the faults it finds at the
+// responder, a transport the ones it finds in the peer's stream, and each transport says
+// them on its wire (an iWARP Terminate, src/transport/iwarp/; an IB NAK later).
+enum class RemoteFault : uint8_t {
+    None,
+    // Found by the engine.
+    InvalidStag,       // unknown, invalid or wrong-key STag
+    Bounds,            // outside the region or window (or a misaligned atomic target)
+    Access,            // the STag lacks the right
+    NotAssociated,     // STag of another protection domain or QP
+    Wrap,              // tagged offset wraps
+    CannotInvalidate,  // Send with Invalidate of an STag that cannot be invalidated
+    UnexpectedOpcode,  // an operation this QP does not accept (RDMA Read/Write disabled)
+    NoReceiveBuffer,   // untagged message with no receive posted
+    MessageTooLong,    // untagged message longer than the receive
+    Catastrophic,      // the QP cannot go on (local memory fault, QP moved to Terminate)
+    // Found by a transport in the peer's stream.
+    ConnectionLost,
+    Crc,
+    Framing,          // framing or header length
+    DdpVersion,       // data-placement protocol version
+    InvalidQueue,     // untagged queue number
+    InvalidSequence,  // message sequence number out of range
+    InvalidOffset,    // message offset out of order
+    RdmaVersion,      // RDMA protocol version
 };
+
+// The arriving operation a fault is reported against: what a transport needs to quote it.
+enum class FaultedOp : uint8_t {
+    None,  // nothing to quote
+    Write,
+    ReadResponse,
+    ReadRequest,
+    Atomic,
+    Send,
+    SendInvalidate,
+    WriteImmediate,
+};
+
+// A fault with what it hit: the STag and tagged offset of a tagged operation, Read Request
+// source or atomic target, or the STag a Send with Invalidate named.
+struct FaultReport {
+    RemoteFault fault = RemoteFault::None;
+    FaultedOp op = FaultedOp::None;
+    uint32_t stag = 0;
+    uint64_t to = 0;
+    bool site_known = true;  // false: stag and to are unknown, the operation is only named
+};
+
+// Largest fault message a QP records for ri_qp_query (terminate_buffer, RNICPI L8583).
+inline constexpr size_t kFaultMessageMax = 52;
 
 // Outcome of an arrival handled by the engine at the responder.
 struct RxStatus {
     bool ok = true;
-    TerminateCode term{};  // when !ok: what the Terminate sent back must say
+    RemoteFault fault = RemoteFault::None;  // when !ok: what the transport tells the peer
+    FaultedOp op = FaultedOp::None;
     static RxStatus success() { return {}; }
-    static RxStatus fail(TerminateCode t) { return {false, t}; }
+    static RxStatus fail(RemoteFault f, FaultedOp op = FaultedOp::None) { return {false, f, op}; }
 };
 
 enum class OpKind : uint8_t {
@@ -58,6 +105,26 @@ enum class OpKind : uint8_t {
 // remote_to of an atomic that targets the first 8 bytes of the STag's region or window.
 inline constexpr uint64_t kAtomicAtBase = ~uint64_t{0};
 
+// Where a datagram goes (an InfiniBand UD send): the address handle (the personality's
+// own object), the destination QP number and its Q_Key. Connected streams have none.
+struct DatagramDest {
+    const void *address_handle = nullptr;
+    uint32_t remote_qpn = 0;
+    uint32_t q_key = 0;
+};
+
+// Where an arriving datagram came from, for its receive completion (the ri_gen_wc fields,
+// rnicpi.h). Connected streams have none.
+struct DatagramSource {
+    uint32_t remote_qpn = 0;
+    ri_lid_t remote_lid = 0;
+    uint8_t remote_sl = 0;
+    uint8_t local_lid_pathbits = 0;
+    uint16_t ether_type = 0;
+    bool grh_present = false;
+    uint32_t pkey_index = 0;
+};
+
 // One outbound data-transfer WR, validated and with local memory resolved by the engine.
 struct OutboundOp {
     OpKind kind = OpKind::Send;
@@ -70,24 +137,27 @@ struct OutboundOp {
     uint64_t operand1 = 0;  // atomics: add value, or compare value
     uint64_t operand2 = 0;  // atomics: swap value
     uint64_t *atomic_result = nullptr;
+    const DatagramDest *dest = nullptr;  // datagram QPs only
 };
 
 enum class OpOutcome : uint8_t {
     Done,         // completed; the WR completes with success
     Pending,      // the transport will report completion later (asynchronous transports)
-    Terminated,   // the peer answered with a Terminate (term holds it)
+    Terminated,   // the peer refused it (fault says why)
     Disconnected  // the stream is gone
 };
 
 struct OpResult {
     OpOutcome outcome = OpOutcome::Done;
-    TerminateCode term{};
+    RemoteFault fault = RemoteFault::None;
+    FaultedOp op = FaultedOp::None;
 };
 
 // Responder-side receive context: one receive WQE taken for an arriving untagged message.
 struct RxRecv {
     void *wqe = nullptr;  // engine-private
     uint64_t capacity = 0;
+    const DatagramSource *source = nullptr;  // datagrams: the completion's source fields
 };
 
 enum class CloseKind : uint8_t { Graceful, Abortive };
@@ -137,14 +207,16 @@ class Endpoint {
                                uint64_t &original) = 0;
     // Inbound write with immediate data: consumes a receive WQE after placement.
     virtual RxStatus rx_write_immediate(uint64_t length, uint32_t immediate, bool solicited) = 0;
-    // The peer's Terminate arrived (message bytes as on the wire). When an rx_* call above
-    // returns !ok the engine has already raised its own event and moved to Terminate; the
-    // transport then sends the Terminate the status describes.
-    virtual void rx_terminate(TerminateCode code, std::span<const uint8_t> msg) = 0;
-    // The transport found the peer's stream malformed (framing, CRC, DDP/RDMAP header or
-    // sequence error). The engine raises the matching event, records `code` as the local
-    // Terminate and moves to Error; the transport sends that Terminate and closes.
-    virtual void rx_stream_error(TerminateCode code) = 0;
+    // The peer ended the stream with a fault message (an iWARP Terminate: `msg` is its
+    // body as on the wire, recorded for ri_qp_query). When an rx_* call above returns !ok
+    // the engine has already raised its own event and moved to Terminate; the transport
+    // then tells the peer the fault the status describes.
+    virtual void rx_terminate(std::span<const uint8_t> msg) = 0;
+    // The transport found the peer's stream malformed (framing, CRC, header or sequence
+    // error). The engine raises the event of `fault`, records `msg` (the message the
+    // transport sends the peer) as the local one and moves to Error; the transport sends it
+    // and closes.
+    virtual void rx_stream_error(RemoteFault fault, std::span<const uint8_t> msg) = 0;
     // The stream closed under us.
     virtual void rx_llp_closed(CloseKind kind) = 0;
     // Completion of an asynchronous (Pending) outbound operation. After a peer's
@@ -186,12 +258,33 @@ class Channel {
         (void)out;
         return false;
     }
-    // Sends a Terminate (when `term` is set) and closes the stream.
-    virtual void terminate(TerminateCode term, std::span<const uint8_t> msg) = 0;
+    // Tells the peer about `f` (an iWARP Terminate) and closes the stream.
+    virtual void terminate(const FaultReport &f) = 0;
+    // The message terminate(f) sends, or this stream's wire sends when an arrival fails
+    // with `f`, for the QP's record (ri_qp_query, RNICPI L8583). Returns its length; 0
+    // when the wire has no such message.
+    virtual size_t fault_message(const FaultReport &f,
+                                 std::span<uint8_t, kFaultMessageMax> out) const {
+        (void)f, (void)out;
+        return 0;
+    }
     virtual void close(CloseKind kind) = 0;
 };
 
-// Turns LLP stream handles into channels. Each transport registers one claimer. `progress`
+// How a QP reaches its transport: a connected LLP stream (iWARP, RNICPI L1720-1781), or an
+// InfiniBand path (address vector and port; the IB personality fills it in later).
+struct StreamBinding {
+    ri_llp_stream_handle_t llp = 0;
+};
+struct IbPathBinding {
+    uint8_t port = 0;
+    ri_lid_t dlid = 0;
+    uint32_t remote_qpn = 0;
+};
+using QpBinding = std::variant<StreamBinding, IbPathBinding>;
+
+// Turns LLP stream handles into channels: the handles transports published in the LLP
+// registry (llp_registry.hpp) first, then any registered claimer (tests register one). `progress`
 // is the claiming RNIC instance's progress engine: an asynchronous channel registers its
 // stream there, so every connection of an instance shares one progress thread.
 using LlpClaimer = std::unique_ptr<Channel> (*)(ri_llp_stream_handle_t h, bool &mine,
@@ -199,6 +292,8 @@ using LlpClaimer = std::unique_ptr<Channel> (*)(ri_llp_stream_handle_t h, bool &
 void register_llp_claimer(LlpClaimer claimer);
 // Returns the channel for `h`, or nullptr with `known` false when no transport issued it.
 std::unique_ptr<Channel> claim_llp(ri_llp_stream_handle_t h, bool &known, ProgressEngine &progress);
+// The same for a QP's binding (a connected stream today; an IB path later).
+std::unique_ptr<Channel> claim(const QpBinding &binding, bool &known, ProgressEngine &progress);
 
 // Placement by the initiator. A transport may let its peers write into this process's
 // memory themselves (shm: the peer's process_vm_writev), within STag ranges this engine

@@ -35,7 +35,7 @@ class FakeChannel final : public Channel {
         ops.push_back(r);
         return {OpOutcome::Pending, {}};
     }
-    void terminate(TerminateCode, std::span<const uint8_t>) override { terminated = true; }
+    void terminate(const FaultReport &) override { terminated = true; }
     void close(CloseKind kind) override {
         closed = true;
         if (on_close) on_close(kind);
@@ -261,7 +261,7 @@ TEST_F(AsyncTransport, TerminateFailsTheWrAndFlushesTheRest) {
             ri_qp_post_send(rnic, qp, RI_WR_TYPE_SEND, RI_WR_SIGNALED_FLAG, id, &s, 0, 1, 0, &err),
             RI_RET_SUCCESS);
     fake->complete({OpOutcome::Done, {}});
-    fake->complete({OpOutcome::Terminated, {0, 1, 0}});
+    fake->complete({OpOutcome::Terminated, RemoteFault::InvalidStag});
     ri_rc_wc_t wc{};
     ASSERT_TRUE(poll(wc));
     EXPECT_EQ(wc.id, 1u);
@@ -294,9 +294,9 @@ TEST_F(AsyncTransport, PeerTerminateThenOutstandingWrsRaisesOnce) {
     // DDP segment length, then a copied 14-byte tagged header.
     const uint8_t msg[] = {0x01, 0x00, 0x40, 0x00, 0x00, 0x0e, 0xc1, 0x40, 0x12, 0x34,
                            0x56, 0x78, 0,    0,    0,    0,    0,    0,    0x10, 0x00};
-    fake->ep_->rx_terminate({0, 1, 0}, std::span<const uint8_t>(msg, sizeof msg));
-    fake->complete({OpOutcome::Terminated, {0, 1, 0}});
-    fake->complete({OpOutcome::Terminated, {0, 1, 0}});
+    fake->ep_->rx_terminate(std::span<const uint8_t>(msg, sizeof msg));
+    fake->complete({OpOutcome::Terminated, RemoteFault::InvalidStag});
+    fake->complete({OpOutcome::Terminated, RemoteFault::InvalidStag});
     fake->complete({OpOutcome::Disconnected, {}});
     ri_rc_wc_t wc{};
     ASSERT_TRUE(poll(wc));
@@ -322,7 +322,8 @@ TEST_F(AsyncTransport, PeerTerminateThenOutstandingWrsRaisesOnce) {
 // A malformed stream reported by the transport: the matching event, a local Terminate
 // record, Error.
 TEST_F(AsyncTransport, StreamErrorRaisesTheMatchingEvent) {
-    fake->ep_->rx_stream_error({2, 0, 0x02});  // MPA CRC error
+    const uint8_t crc_msg[] = {0x20, 0x02, 0x00, 0x00};     // what the transport sends
+    fake->ep_->rx_stream_error(RemoteFault::Crc, crc_msg);  // MPA CRC error
     EXPECT_EQ(state(), RI_QP_STATE_ERROR);
     ri_qp_attr_t a{};
     ASSERT_EQ(ri_qp_query(rnic, qp, &a, &err), RI_RET_SUCCESS);
@@ -347,7 +348,7 @@ TEST_F(AsyncTransport, ArrivalDuringGracefulCloseDoesNotReachTheNextStream) {
         fake->on_close = [f = fake, terminate](CloseKind kind) {
             if (kind != CloseKind::Graceful) return;
             if (terminate)
-                f->ep_->rx_terminate({0, 1, 0}, {});
+                f->ep_->rx_terminate({});
             else
                 f->ep_->rx_llp_closed(CloseKind::Abortive);
         };

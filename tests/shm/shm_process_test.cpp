@@ -8,8 +8,11 @@
 #include <cstring>
 
 #include "shm_util.hpp"
+#include "softrnic/softrnic.h"
+#include "transport/llp_registry.hpp"
 #include "transport/shm/cma_copy.hpp"
 #include "transport/shm/link.hpp"
+#include "transport/tcp/tcp_channel.hpp"
 
 using namespace st;
 
@@ -612,8 +615,8 @@ TEST(Handshake, ResponderHoldsNoSegmentUntilItsHelloGoes) {
         EXPECT_EQ(count_fds(), with_sockets);
         const int h0 = initiator.adopt(sv[0]);
         ASSERT_EQ(h0, sv[0]);
-        EXPECT_TRUE(shm::forget(h0));
-        EXPECT_TRUE(shm::forget(h));
+        EXPECT_TRUE(softrnic::transport::llp::release(h0));
+        EXPECT_TRUE(softrnic::transport::llp::release(h));
     }
     expect_same(before);
 }
@@ -636,6 +639,86 @@ TEST(PidFd, ReportsTheExitOfThePinnedProcessNotOfItsPid) {
     ASSERT_EQ(::waitpid(child, &st, 0), child);
     EXPECT_FALSE(pin.alive()) << "a dead peer's pid would still be used for CMA";
     EXPECT_TRUE(shm::PidFd().alive()) << "no pidfd: nothing to check against";
+}
+
+}  // namespace
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// One LLP-handle registry: releasing an issued handle no QP claimed closes what it holds,
+// whatever its transport (socket, mapped segments, the loopback pair's stream), and a
+// released handle is unknown to every claimer.
+
+namespace llp = softrnic::transport::llp;
+namespace tr = softrnic::transport;
+
+void expect_unclaimable(ri_llp_stream_handle_t h) {
+    tr::ProgressEngine pe;
+    bool known = true;
+    EXPECT_EQ(tr::claim_llp(h, known, pe), nullptr);
+    EXPECT_FALSE(known) << "a released handle cannot be claimed";
+    EXPECT_FALSE(llp::is_unclaimed(h));
+    EXPECT_FALSE(llp::release(h)) << "released twice";
+}
+
+TEST(LlpRegistry, ReleaseClosesAnUnclaimedTcpSocket) {
+    const Snapshot before;
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    const int fds = count_fds();
+    const ri_llp_stream_handle_t h = softrnic::transport::tcp::adopt_socket(sv[0], {});
+    ASSERT_EQ(h, sv[0]);
+    EXPECT_TRUE(llp::is_unclaimed(h));
+    EXPECT_TRUE(llp::release(h));
+    EXPECT_EQ(count_fds(), fds - 1) << "the socket is closed";
+    char c;
+    EXPECT_EQ(::recv(sv[1], &c, 1, MSG_DONTWAIT), 0) << "the peer sees the connection end";
+    expect_unclaimable(h);
+    ::close(sv[1]);
+    expect_same(before);
+}
+
+TEST(LlpRegistry, ReleaseClosesAnUnclaimedShmLink) {
+    const Snapshot before;
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    const int fds = count_fds();
+    const int maps = count_shm_maps();
+    shm::Handshake initiator, responder;
+    ASSERT_TRUE(initiator.start(sv[0], /*allow_cma=*/false));
+    ASSERT_TRUE(responder.start(sv[1], /*allow_cma=*/false));
+    ASSERT_EQ(responder.receive(sv[1]), shm::Handshake::Step::Done);
+    ASSERT_EQ(initiator.receive(sv[0]), shm::Handshake::Step::Done);
+    const int h0 = initiator.adopt(sv[0]);
+    const int h1 = responder.adopt(sv[1]);
+    ASSERT_EQ(h0, sv[0]);
+    ASSERT_EQ(h1, sv[1]);
+    EXPECT_GT(count_shm_maps(), maps);
+    EXPECT_TRUE(llp::release(h0));
+    EXPECT_EQ(count_fds(), fds - 1) << "the initiator's socket is closed";
+    EXPECT_TRUE(llp::release(h1));
+    EXPECT_EQ(count_fds(), fds - 2);
+    EXPECT_EQ(count_shm_maps(), maps) << "both segments are unmapped";
+    expect_unclaimable(h0);
+    expect_unclaimable(h1);
+    expect_same(before);
+}
+
+TEST(LlpRegistry, ReleaseEndsAnUnclaimedLoopbackStream) {
+    ri_llp_stream_handle_t a = 0, b = 0;
+    ASSERT_EQ(softrnic_loopback_pair(&a, &b), RI_RET_SUCCESS);
+    EXPECT_TRUE(llp::is_unclaimed(a) && llp::is_unclaimed(b));
+    EXPECT_TRUE(llp::release(a));
+    expect_unclaimable(a);
+    // The other end is still issued, but its stream is over: a claimed channel reports
+    // every operation as disconnected.
+    tr::ProgressEngine pe;
+    bool known = false;
+    std::unique_ptr<tr::Channel> ch = tr::claim_llp(b, known, pe);
+    ASSERT_TRUE(known && ch);
+    EXPECT_EQ(ch->submit(tr::OutboundOp{}).outcome, tr::OpOutcome::Disconnected);
+    expect_unclaimable(b);
 }
 
 }  // namespace

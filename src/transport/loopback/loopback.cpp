@@ -7,6 +7,8 @@
 #include <mutex>
 
 #include "base/sync.hpp"
+#include "transport/iwarp/terminate_map.hpp"
+#include "transport/llp_registry.hpp"
 #include "transport/transport.hpp"
 
 namespace softrnic::transport::loopback {
@@ -29,13 +31,7 @@ struct Link {
 // loopback handle is never mistaken for a socket by the TCP transport.
 constexpr int kHandleBase = 1 << 30;
 
-struct Pending {
-    std::shared_ptr<Link> link;
-    int side;
-};
-
-std::mutex g_mu;
-std::map<int, Pending> g_unclaimed;
+std::mutex g_mu;  // handle numbering
 int g_next = kHandleBase;
 
 // Enters the peer end and finds its endpoint; nullptr when the peer is gone.
@@ -81,15 +77,23 @@ class LoopbackChannel final : public Channel {
         RxStatus st = run(*p, op);
         if (!st.ok) {
             link_->terminated.store(true, std::memory_order_release);
-            return {OpOutcome::Terminated, st.term};
+            return {OpOutcome::Terminated, st.fault, st.op};
         }
         return {OpOutcome::Done, {}};
     }
 
-    void terminate(TerminateCode code, std::span<const uint8_t> msg) override {
+    void terminate(const FaultReport &f) override {
         if (link_->terminated.exchange(true, std::memory_order_acq_rel)) return;
+        uint8_t msg[kFaultMessageMax];
+        const size_t n = fault_message(f, msg);
         PeerCall call(*link_, 1 - side_);
-        if (Endpoint *p = call.ep()) p->rx_terminate(code, msg);
+        if (Endpoint *p = call.ep()) p->rx_terminate({msg, n});
+    }
+
+    // Loopback speaks iWARP's Terminate, as the wire transports do.
+    size_t fault_message(const FaultReport &f,
+                         std::span<uint8_t, kFaultMessageMax> out) const override {
+        return iwarp::terminate_message(f, out);
     }
 
     void close(CloseKind kind) override {
@@ -150,53 +154,51 @@ class LoopbackChannel final : public Channel {
                 return st;
             }
         }
-        return RxStatus::fail({0, 2, 0x06});
+        return RxStatus::fail(RemoteFault::UnexpectedOpcode);
     }
 
     std::shared_ptr<Link> link_;
     int side_;
 };
 
-std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, bool &mine, ProgressEngine &) {
-    std::lock_guard lk(g_mu);
-    auto it = g_unclaimed.find(h);
-    if (it == g_unclaimed.end()) {
-        mine = false;
-        return nullptr;
+// One end of a pair no QP has claimed yet. Releasing it ends the stream for the other end
+// (if a QP owns that one, it sees the close).
+class UnclaimedEnd final : public llp::UnclaimedStream {
+  public:
+    UnclaimedEnd(std::shared_ptr<Link> link, int side) : link_(std::move(link)), side_(side) {}
+    ~UnclaimedEnd() override {
+        if (link_) link_->closed.store(true, std::memory_order_release);
     }
-    mine = true;
-    auto ch = std::make_unique<LoopbackChannel>(it->second.link, it->second.side);
-    g_unclaimed.erase(it);
-    return ch;
-}
+    std::unique_ptr<Channel> claim(ri_llp_stream_handle_t, ProgressEngine &) override {
+        return std::make_unique<LoopbackChannel>(std::move(link_), side_);
+    }
+
+  private:
+    std::shared_ptr<Link> link_;
+    int side_;
+};
 
 }  // namespace
 
-void ensure_registered() {
-    register_llp_claimer(&claim);
-}
+void ensure_registered() {}
 
 ri_api_return_t make_pair(ri_llp_stream_handle_t &a, ri_llp_stream_handle_t &b) {
     ensure_registered();
     auto link = std::make_shared<Link>();
-    std::lock_guard lk(g_mu);
-    if (g_next > INT32_MAX - 2) return RI_RET_RESOURCE_SHORTAGE;
-    a = g_next++;
-    b = g_next++;
-    g_unclaimed[a] = {link, 0};
-    g_unclaimed[b] = {link, 1};
+    {
+        std::lock_guard lk(g_mu);
+        if (g_next > INT32_MAX - 2) return RI_RET_RESOURCE_SHORTAGE;
+        a = g_next++;
+        b = g_next++;
+    }
+    llp::publish(a, std::make_unique<UnclaimedEnd>(link, 0));
+    llp::publish(b, std::make_unique<UnclaimedEnd>(link, 1));
     return RI_RET_SUCCESS;
 }
 
 ri_api_return_t close_unclaimed(ri_llp_stream_handle_t h) {
-    std::lock_guard lk(g_mu);
-    auto it = g_unclaimed.find(h);
-    if (it == g_unclaimed.end()) return RI_RET_INVALID_LL_HANDLE;
-    std::shared_ptr<Link> link = it->second.link;
-    g_unclaimed.erase(it);
-    // The other end, if a QP owns it, sees the stream close.
-    link->closed.store(true, std::memory_order_release);
-    return RI_RET_SUCCESS;
+    if (h < kHandleBase) return RI_RET_INVALID_LL_HANDLE;  // not a loopback handle
+    return llp::release(h) ? RI_RET_SUCCESS : RI_RET_INVALID_LL_HANDLE;
 }
 
 }  // namespace softrnic::transport::loopback

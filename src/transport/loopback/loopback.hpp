@@ -8,7 +8,7 @@
 
 namespace softrnic::transport::loopback {
 
-// Makes the loopback transport known to the LLP registry (idempotent).
+// Nothing to do: pairs go to the LLP registry when made (kept for callers).
 void ensure_registered();
 
 ri_api_return_t make_pair(ri_llp_stream_handle_t &a, ri_llp_stream_handle_t &b);

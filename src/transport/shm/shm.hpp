@@ -89,12 +89,9 @@ class Handshake {
 // gone, which the claiming channel then finds).
 bool send_deferred_hello(ri_llp_stream_handle_t h, uint64_t key);
 
-// Closes an adopted handle that no QP claimed (socket and mappings). False when unknown
-// or already claimed.
-bool forget(ri_llp_stream_handle_t h);
 bool is_unclaimed(ri_llp_stream_handle_t h);
 
-// Makes the shm transport known to the LLP registry (idempotent; adopt() calls it).
+// Registers the shm placement revoker (idempotent; adopt() calls it).
 void ensure_registered();
 
 // Process-wide counters, for tests and diagnostics.

@@ -75,6 +75,8 @@
 #include <vector>
 
 #include "base/sync.hpp"
+#include "transport/iwarp/terminate_map.hpp"
+#include "transport/llp_registry.hpp"
 #include "transport/shm/cma_copy.hpp"
 #include "transport/shm/link.hpp"
 #include "transport/shm/shm.hpp"
@@ -96,8 +98,6 @@ void place_last_byte_last(std::byte *dst, const void *src, size_t len) {
     std::atomic_ref<std::byte>(dst[len - 1]).store(s[len - 1], std::memory_order_release);
 }
 
-constexpr TerminateCode kTermUnexpectedOp{0, 2, 0x06};  // RDMAP remote op: unexpected opcode
-constexpr TerminateCode kTermCatastrophic{0, 0, 0x00};  // RDMAP local catastrophic
 constexpr size_t kCtlCap = 64;
 constexpr size_t kCtlRoomForReq = 16;  // the req ring is consumed only with this much room
 constexpr uint32_t kNoChunk = ~0u;
@@ -344,35 +344,6 @@ void gather(const IoSpan *spans, uint32_t n, uint64_t off, std::byte *dst, uint6
     }
 }
 
-// Terminate message bytes as the engine records them (RFC 5040 5.4.1 layout: control
-// word, then the offending DDP header's length and a short tagged/untagged header).
-size_t build_term_msg(TerminateCode code, bool tagged, uint32_t stag, uint64_t to,
-                      uint8_t (&out)[48]) {
-    uint32_t ctrl = (uint32_t{code.layer} & 0xF) << 28 | (uint32_t{code.etype} & 0xF) << 24 |
-                    uint32_t{code.ecode} << 16 | 1u << 14;  // D: DDP header included
-    for (int i = 0; i < 4; ++i)
-        out[i] = static_cast<uint8_t>(ctrl >> (24 - 8 * i));
-    uint8_t hdr[18] = {};
-    size_t hl;
-    if (tagged) {
-        hdr[0] = 0x81;  // T, L, DDP version 1
-        hdr[1] = 0x40;  // RDMAP version 1, opcode 0 (write)
-        for (int i = 0; i < 4; ++i)
-            hdr[2 + i] = static_cast<uint8_t>(stag >> (24 - 8 * i));
-        for (int i = 0; i < 8; ++i)
-            hdr[6 + i] = static_cast<uint8_t>(to >> (56 - 8 * i));
-        hl = 14;
-    } else {
-        hdr[0] = 0x41;  // L, DDP version 1
-        hdr[1] = 0x43;  // RDMAP version 1, opcode 3 (send)
-        hl = 18;
-    }
-    out[4] = 0;
-    out[5] = static_cast<uint8_t>(hl);
-    std::memcpy(out + 6, hdr, hl);
-    return 6 + hl;
-}
-
 // --------------------------------------------------------------------------- records
 
 // What a request entry says about an operation, beside its gather list and sequence
@@ -426,6 +397,21 @@ struct Ctl {
     uint16_t len = 0;
     uint8_t payload[48] = {};
 };
+
+// A Terminate on the control ring: its code in the entry's stag field (layer << 16 |
+// etype << 8 | ecode) and its message (control word onwards) as the payload, both from
+// the one iWARP mapping and encoder the TCP transport uses.
+Ctl terminate_ctl(const FaultReport &f) {
+    Ctl c;
+    c.type = L::Type::Terminate;
+    const tcp::wire::TermCode code = iwarp::terminate_code(f);
+    c.stag = uint32_t{code.layer} << 16 | uint32_t{code.etype} << 8 | code.ecode;
+    uint8_t msg[kFaultMessageMax];
+    const size_t n = std::min(iwarp::terminate_message(f, msg), sizeof c.payload);
+    c.len = static_cast<uint16_t>(n);
+    std::memcpy(c.payload, msg, n);
+    return c;
+}
 
 // The request the target is working on across progress calls (copy path without CMA).
 struct TargetOp {
@@ -496,7 +482,7 @@ class Core final : public ProgressSource {
 
     OpResult submit(const OutboundOp &op);
     bool submit_now(const OutboundOp &op, OpResult &out);
-    void terminate(TerminateCode code, std::span<const uint8_t> msg);
+    void terminate(const FaultReport &f);
     void close(CloseKind kind);
     void detach();
 
@@ -550,7 +536,7 @@ class Core final : public ProgressSource {
     bool handle_resp(const L::EntryHdr &h, const std::byte *payload);
     bool parse_iovs(const L::EntryHdr &h, const std::byte *payload, uint64_t total,
                     std::array<iovec, L::kMaxIov> &out, uint32_t &n);
-    void target_failed(TerminateCode code, bool tagged, uint32_t stag, uint64_t to);
+    void target_failed(const RxStatus &st, uint32_t stag, uint64_t to);
     void protocol_error();
     void cma_failed();
     void pump_target();
@@ -1023,7 +1009,7 @@ OpResult Core::submit(const OutboundOp &op) {
     std::unique_lock lk(mu_);
     if (closed_.load(std::memory_order_acquire) || detached_.load(std::memory_order_acquire))
         return finish_now_locked({OpOutcome::Disconnected, {}});
-    if (!fits) return finish_now_locked({OpOutcome::Terminated, kTermUnexpectedOp});
+    if (!fits) return finish_now_locked({OpOutcome::Terminated, RemoteFault::UnexpectedOpcode});
     OpRec &rec = ops_.emplace_back();
     static_cast<EntryFields &>(rec) = fields_of(op, small);
     rec.seq = next_seq_++;
@@ -1167,7 +1153,7 @@ bool Core::parse_iovs(const L::EntryHdr &h, const std::byte *payload, uint64_t t
 
 // The engine refused an arrival (it raised its event and moved to Terminate): send the
 // Terminate it describes and stop delivering.
-void Core::target_failed(TerminateCode code, bool tagged, uint32_t stag, uint64_t to) {
+void Core::target_failed(const RxStatus &st, uint32_t stag, uint64_t to) {
     rx_open_.store(false, std::memory_order_release);
     revoke_grants();  // what we granted the peer ends with delivery
     closed_.store(true, std::memory_order_release);
@@ -1175,13 +1161,7 @@ void Core::target_failed(TerminateCode code, bool tagged, uint32_t stag, uint64_
         std::lock_guard lk(mu_);
         fail_all_locked({OpOutcome::Disconnected, {}});
     }
-    Ctl c;
-    c.type = L::Type::Terminate;
-    c.stag = uint32_t{code.layer} << 16 | uint32_t{code.etype} << 8 | code.ecode;
-    uint8_t msg[48];
-    c.len = static_cast<uint16_t>(build_term_msg(code, tagged, stag, to, msg));
-    std::memcpy(c.payload, msg, c.len);
-    push_ctl(c);
+    push_ctl(terminate_ctl({st.fault, st.op, stag, to}));
 }
 
 // The peer's entries make no sense: a stream error, as TCP reports a framing error.
@@ -1197,15 +1177,9 @@ void Core::protocol_error() {
         ep_->rx_recv_abort(cur_.recv, RI_WC_STATUS_LOCAL_QP_CATASTROPHIC);
         cur_.recv_open = false;
     }
-    Ctl c;
-    c.type = L::Type::Terminate;
-    c.stag = uint32_t{kTermUnexpectedOp.layer} << 16 | uint32_t{kTermUnexpectedOp.etype} << 8 |
-             kTermUnexpectedOp.ecode;
-    uint8_t msg[48];
-    c.len = static_cast<uint16_t>(build_term_msg(kTermUnexpectedOp, false, 0, 0, msg));
-    std::memcpy(c.payload, msg, c.len);
+    const Ctl c = terminate_ctl({RemoteFault::UnexpectedOpcode, FaultedOp::Send});
     push_ctl(c);
-    ep_->rx_stream_error(kTermUnexpectedOp);
+    ep_->rx_stream_error(RemoteFault::UnexpectedOpcode, {c.payload, c.len});
 }
 
 // A cross-memory copy failed: the peer process is gone (ESRCH) or lied about its memory.
@@ -1243,7 +1217,7 @@ void Core::finish_target() {
     }
     t.active = false;
     if (!st.ok) {
-        target_failed(st.term, false, 0, 0);
+        target_failed(st, 0, 0);
         return;
     }
     Ctl c;
@@ -1309,7 +1283,7 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
                                                         : OpKind::Send;
             IoSpan p{const_cast<std::byte *>(payload), h.len};
             RxStatus st = ep_->rx_send(kind, {&p, h.len ? 1u : 0u}, h.len, se, h.stag, h.imm);
-            if (!st.ok) return target_failed(st.term, false, 0, 0), false;
+            if (!st.ok) return target_failed(st, 0, 0), false;
             return true;
         }
         case L::Type::WriteInline: {
@@ -1321,14 +1295,14 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
                 IoSpan dst{};
                 void *ref = nullptr;
                 RxStatus st = ep_->rx_tagged_acquire(h.stag, h.a, h.len, false, dst, ref);
-                if (!st.ok) return target_failed(st.term, true, h.stag, h.a), false;
+                if (!st.ok) return target_failed(st, h.stag, h.a), false;
                 place_last_byte_last(dst.ptr, payload, h.len);
                 if (may_grant) grant(h.stag, ref, gen);
                 ep_->rx_tagged_release(ref);
             }
             if (h.flags & L::kFlagImmediate) {
                 RxStatus st = ep_->rx_write_immediate(h.len, h.imm, se);
-                if (!st.ok) return target_failed(st.term, false, 0, 0), false;
+                if (!st.ok) return target_failed(st, 0, 0), false;
             }
             return true;
         }
@@ -1347,14 +1321,14 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
             bool send = h.type == L::Type::SendRemote;
             if (send) {
                 RxStatus st = ep_->rx_recv_begin(t.recv);
-                if (!st.ok) return target_failed(st.term, false, 0, 0), false;
+                if (!st.ok) return target_failed(st, 0, 0), false;
                 t.recv_open = true;
             } else {
                 // As for WriteInline: the peer may place its next writes here itself.
                 const bool may_grant = grants_possible() && !(h.flags & L::kFlagImmediate);
                 const uint64_t gen = may_grant ? grant_generation() : 0;
                 RxStatus st = ep_->rx_tagged_acquire(h.stag, h.a, h.b, false, t.mem, t.ref);
-                if (!st.ok) return target_failed(st.term, true, h.stag, h.a), false;
+                if (!st.ok) return target_failed(st, h.stag, h.a), false;
                 if (may_grant) grant(h.stag, t.ref, gen);
             }
             t.active = true;
@@ -1374,7 +1348,7 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
                 if (!st.ok) {
                     t.recv_open = false;  // the engine completed the WQE with the fault
                     t.active = false;
-                    return target_failed(st.term, false, 0, 0), false;
+                    return target_failed(st, 0, 0), false;
                 }
                 staged = nlocal == 0;
                 for (size_t i = 0; i < nlocal; ++i)
@@ -1429,7 +1403,7 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
                         if (!st.ok) {
                             t.recv_open = false;
                             t.active = false;
-                            return target_failed(st.term, false, 0, 0), false;
+                            return target_failed(st, 0, 0), false;
                         }
                     }
                     off += n;
@@ -1459,7 +1433,7 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
             IoSpan src{};
             void *ref = nullptr;
             RxStatus st = ep_->rx_tagged_acquire(h.stag, h.a, h.b, true, src, ref);
-            if (!st.ok) return target_failed(st.term, true, h.stag, h.a), false;
+            if (!st.ok) return target_failed(st, h.stag, h.a), false;
             if (h.b <= L::kInlineMax) {
                 bool sent;
                 {
@@ -1504,7 +1478,7 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
             std::memcpy(&op2, payload + 8, 8);
             OpKind kind = h.flags & L::kFlagCmpSwap ? OpKind::CompareSwap : OpKind::FetchAdd;
             RxStatus st = ep_->rx_atomic(kind, h.stag, h.a, op1, op2, orig);
-            if (!st.ok) return target_failed(st.term, true, h.stag, h.a), false;
+            if (!st.ok) return target_failed(st, h.stag, h.a), false;
             Ctl c;
             c.type = L::Type::AtomicResp;
             c.seq = h.seq;
@@ -1633,7 +1607,7 @@ bool Core::handle_resp(const L::EntryHdr &h, const std::byte *payload) {
                     t.recv_open = false;  // completed with the fault by the engine
                     chunk_[i] = ChunkUse::Free;
                     release_target();
-                    target_failed(st.term, false, 0, 0);
+                    target_failed(st, 0, 0);
                     return true;
                 }
             } else {
@@ -1655,15 +1629,16 @@ bool Core::handle_resp(const L::EntryHdr &h, const std::byte *payload) {
             return true;
         }
         case L::Type::Terminate: {
-            TerminateCode code{static_cast<uint8_t>(h.stag >> 16),
-                               static_cast<uint8_t>(h.stag >> 8), static_cast<uint8_t>(h.stag)};
+            const RemoteFault fault =
+                iwarp::fault_of({static_cast<uint8_t>(h.stag >> 16),
+                                 static_cast<uint8_t>(h.stag >> 8), static_cast<uint8_t>(h.stag)});
             rx_open_.store(false, std::memory_order_release);
             revoke_grants();  // what we granted the peer ends with delivery
             closed_.store(true, std::memory_order_release);
             {
                 std::lock_guard lk(mu_);
                 // The oldest unfinished op is the one the peer failed (in-order stream).
-                fail_all_locked({OpOutcome::Terminated, code});
+                fail_all_locked({OpOutcome::Terminated, fault});
             }
             if (cur_.active || cur_.recv_open) release_target();
             {
@@ -1672,7 +1647,7 @@ bool Core::handle_resp(const L::EntryHdr &h, const std::byte *payload) {
             }
             // The Terminate goes first; the outstanding ops are reported afterwards.
             told_closed_ = true;
-            ep_->rx_terminate(code, {reinterpret_cast<const uint8_t *>(payload), h.len});
+            ep_->rx_terminate({reinterpret_cast<const uint8_t *>(payload), h.len});
             return true;
         }
         case L::Type::Close:
@@ -1877,7 +1852,7 @@ bool Core::arm_wakeup() {
 
 // ------------------------------------------------------------------------ engine calls
 
-void Core::terminate(TerminateCode code, std::span<const uint8_t> msg) {
+void Core::terminate(const FaultReport &f) {
     rx_open_.store(false, std::memory_order_release);
     revoke_grants();  // what we granted the peer ends with delivery
     closed_.store(true, std::memory_order_release);
@@ -1885,12 +1860,7 @@ void Core::terminate(TerminateCode code, std::span<const uint8_t> msg) {
         std::lock_guard lk(mu_);
         fail_all_locked({OpOutcome::Disconnected, {}});
     }
-    Ctl c;
-    c.type = L::Type::Terminate;
-    c.stag = uint32_t{code.layer} << 16 | uint32_t{code.etype} << 8 | code.ecode;
-    c.len = static_cast<uint16_t>(std::min(msg.size(), sizeof c.payload));
-    std::memcpy(c.payload, msg.data(), c.len);
-    push_ctl(c);
+    push_ctl(terminate_ctl(f));
     notify_peer();
     wake();
 }
@@ -1956,8 +1926,10 @@ class ShmChannel final : public Channel {
     bool submit_now(const OutboundOp &op, OpResult &out) override {
         return core_->submit_now(op, out);
     }
-    void terminate(TerminateCode term, std::span<const uint8_t> msg) override {
-        core_->terminate(term, msg);
+    void terminate(const FaultReport &f) override { core_->terminate(f); }
+    size_t fault_message(const FaultReport &f,
+                         std::span<uint8_t, kFaultMessageMax> out) const override {
+        return iwarp::terminate_message(f, out);
     }
     void close(CloseKind kind) override { core_->close(kind); }
 
@@ -1965,37 +1937,34 @@ class ShmChannel final : public Channel {
     std::unique_ptr<Core> core_;
 };
 
-std::mutex g_mu;
-std::map<int, std::unique_ptr<Link>> g_unclaimed;
-
-std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, bool &mine, ProgressEngine &pe) {
-    std::unique_ptr<Link> link;
-    {
-        std::lock_guard lk(g_mu);
-        auto it = g_unclaimed.find(h);
-        if (it == g_unclaimed.end()) {
-            mine = false;
-            return nullptr;
-        }
-        mine = true;
-        link = std::move(it->second);
-        g_unclaimed.erase(it);
+// An adopted connection no QP has claimed: owns the socket and both mappings (Link) until
+// then; destroying it closes the socket (the peer sees the connection end) and unmaps.
+class UnclaimedLink final : public llp::UnclaimedStream {
+  public:
+    explicit UnclaimedLink(std::unique_ptr<Link> link) : link_(std::move(link)) {}
+    std::unique_ptr<Channel> claim(ri_llp_stream_handle_t, ProgressEngine &pe) override {
+        // The responder's deferred hello goes before anything the channel may write on the
+        // socket (doorbells); a failure means the peer is gone, which the channel then
+        // finds. Our segment is made with the hello: without it there is no channel (the
+        // handle is consumed; the link closes here and the peer sees the socket close).
+        if (link_->hello.pending) send_hello_now(*link_);
+        if (!link_->mine.get()) return nullptr;
+        auto core = std::make_unique<Core>(std::move(link_), pe);
+        if (!core->ok()) return nullptr;  // the handle is consumed; the link closes with it
+        return std::make_unique<ShmChannel>(std::move(core));
     }
-    // The responder's deferred hello goes before anything the channel may write on the
-    // socket (doorbells); a failure means the peer is gone, which the channel then finds.
-    // Our segment is made with the hello: without it there is no channel (the handle is
-    // consumed; the link closes here and the peer sees the socket close).
-    if (link->hello.pending) send_hello_now(*link);
-    if (!link->mine.get()) return nullptr;
-    auto core = std::make_unique<Core>(std::move(link), pe);
-    if (!core->ok()) return nullptr;  // the handle is consumed; the link closes with it
-    return std::make_unique<ShmChannel>(std::move(core));
-}
+    bool send_deferred(ri_llp_stream_handle_t, uint64_t key) override {
+        if (key == 0 || link_->hello.key != key) return false;
+        return send_hello_now(*link_);
+    }
+
+  private:
+    std::unique_ptr<Link> link_;
+};
 
 }  // namespace
 
 void ensure_registered() {
-    register_llp_claimer(&claim);
     register_placement_revoker(&revoke_all_grants);
 }
 
@@ -2006,33 +1975,16 @@ int register_unclaimed(std::unique_ptr<Link> link) {
         link->sock = -1;            // still the caller's
         return -1;
     }
-    std::lock_guard lk(g_mu);
-    g_unclaimed[h] = std::move(link);
+    if (!llp::publish(h, std::make_unique<UnclaimedLink>(std::move(link)))) return -1;
     return h;
 }
 
-bool forget(ri_llp_stream_handle_t h) {
-    std::unique_ptr<Link> link;
-    {
-        std::lock_guard lk(g_mu);
-        auto it = g_unclaimed.find(h);
-        if (it == g_unclaimed.end()) return false;
-        link = std::move(it->second);
-        g_unclaimed.erase(it);
-    }
-    return true;  // `link` closes the socket and unmaps both segments
-}
-
 bool send_deferred_hello(ri_llp_stream_handle_t h, uint64_t key) {
-    std::lock_guard lk(g_mu);
-    auto it = g_unclaimed.find(h);
-    if (it == g_unclaimed.end() || key == 0 || it->second->hello.key != key) return false;
-    return send_hello_now(*it->second);
+    return llp::send_deferred(h, key);
 }
 
 bool is_unclaimed(ri_llp_stream_handle_t h) {
-    std::lock_guard lk(g_mu);
-    return g_unclaimed.count(h) != 0;
+    return llp::is_unclaimed(h);
 }
 
 }  // namespace softrnic::transport::shm

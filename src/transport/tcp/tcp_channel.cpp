@@ -18,8 +18,11 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "transport/iwarp/terminate_map.hpp"
+#include "transport/llp_registry.hpp"
 #include "transport/tcp/wire/ddp_rdmap.hpp"
 #include "transport/tcp/wire/fpdu.hpp"
 #include "transport/tcp/wire/segment.hpp"
@@ -79,7 +82,6 @@ constexpr int kIovMax = 1024;
 constexpr uint32_t kMulpduMin = 128;
 constexpr uint32_t kMulpduMax = 65534;
 
-constexpr TerminateCode kTermUnexpectedOp{0, 2, 0x06};
 constexpr w::TermCode kTermUnexpectedResponse{0, 2, 0x06};  // response nobody asked for
 // Wire TO of an atomic aimed at the base of the rtag's region (RNICPI has no address):
 // 8-byte aligned and far above any user-space address.
@@ -88,11 +90,25 @@ constexpr w::TermCode kTermIrdExceeded{1, 2, 0x02};  // untagged: no buffer (RFC
 constexpr w::TermCode kTermBadSinkStag{1, 1, 0x00};  // tagged: invalid STag
 constexpr w::TermCode kTermSinkBounds{1, 1, 0x01};   // tagged: base or bounds
 
-TerminateCode to_seam(w::TermCode c) {
-    return {c.layer, c.etype, c.ecode};
-}
-w::TermCode to_wire(TerminateCode c) {
-    return {c.layer, c.etype, c.ecode};
+// The Terminate sent for `code`, quoting the offending segment's headers when asked and
+// trustworthy (RFC 5040 4.8). Returns its length.
+size_t encode_term(w::TermCode code, std::span<const uint8_t> offending, bool include_hdr,
+                   std::span<uint8_t> out) {
+    w::TerminateSpec t{};
+    t.code = code;
+    if (include_hdr && offending.size() >= w::kTaggedHeaderLen) {
+        t.offending = offending;
+        t.offending_len = static_cast<uint16_t>(std::min<size_t>(offending.size(), 0xFFFF));
+        t.include_ddp_header = true;
+        t.include_rdma_header = true;  // only honoured for a Read Request
+    }
+    size_t n = w::encode_terminate(t, out);
+    if (n == 0) {
+        t = {};
+        t.code = code;
+        n = w::encode_terminate(t, out);
+    }
+    return n;
 }
 
 struct OpRec {
@@ -233,7 +249,7 @@ class Core final : public ProgressSource {
 
     OpResult submit(const OutboundOp &op);
     bool submit_now(const OutboundOp &op, OpResult &out);
-    void terminate(TerminateCode code);
+    void terminate(const FaultReport &f);
     void close(CloseKind kind);
     void detach();
 
@@ -267,7 +283,7 @@ class Core final : public ProgressSource {
     void on_stream_end(CloseKind kind);
     void stream_lost();
     void protocol_error(w::TermCode code, std::span<const uint8_t> ulpdu, bool include_hdr);
-    void engine_failed(TerminateCode code, std::span<const uint8_t> ulpdu);
+    void engine_failed(const RxStatus &st, std::span<const uint8_t> ulpdu);
     void abort_open_recv(ri_wc_status_t st);
 
     // ---- under mu_
@@ -352,7 +368,8 @@ OpResult Core::submit(const OutboundOp &op) {
     };
     if (tx_ != TxState::Open || local_closed_ || detached_.load(std::memory_order_acquire))
         return finish_now({OpOutcome::Disconnected, {}});
-    if (op.local.size() > kMaxLocal) return finish_now({OpOutcome::Terminated, kTermUnexpectedOp});
+    if (op.local.size() > kMaxLocal)
+        return finish_now({OpOutcome::Terminated, RemoteFault::UnexpectedOpcode});
 
     TxMsg m;
     m.nsrc = static_cast<uint32_t>(op.local.size());
@@ -373,14 +390,15 @@ OpResult Core::submit(const OutboundOp &op) {
         case OpKind::RdmaWrite:
         case OpKind::RdmaWriteImmediate:
             if (op.kind == OpKind::RdmaWriteImmediate && !p_.rfc7306)
-                return finish_now({OpOutcome::Terminated, kTermUnexpectedOp});
+                return finish_now({OpOutcome::Terminated, RemoteFault::UnexpectedOpcode});
             m.first.opcode = w::Opcode::RdmaWrite;
             m.first.stag = op.remote_stag;
             m.first.to = op.remote_to;
             break;
         case OpKind::FetchAdd:
         case OpKind::CompareSwap: {
-            if (!p_.rfc7306) return finish_now({OpOutcome::Terminated, kTermUnexpectedOp});
+            if (!p_.rfc7306)
+                return finish_now({OpOutcome::Terminated, RemoteFault::UnexpectedOpcode});
             w::DdpHeader h{};
             h.opcode = w::Opcode::AtomicRequest;
             h.qn = static_cast<uint32_t>(w::Queue::ReadRequest);  // shared with reads
@@ -413,7 +431,8 @@ OpResult Core::submit(const OutboundOp &op) {
         }
         case OpKind::RdmaRead: {
             if (op.length > 0xFFFFFFFFu)
-                return finish_now({OpOutcome::Terminated, to_seam(kTermSinkBounds)});
+                return finish_now(
+                    {OpOutcome::Terminated, RemoteFault::Bounds, FaultedOp::ReadResponse});
             w::DdpHeader h{};
             h.opcode = w::Opcode::ReadRequest;
             h.qn = static_cast<uint32_t>(w::Queue::ReadRequest);
@@ -441,11 +460,11 @@ OpResult Core::submit(const OutboundOp &op) {
         }
         default:
             // Send with immediate: no RFC 7306 form (see the file comment).
-            return finish_now({OpOutcome::Terminated, kTermUnexpectedOp});
+            return finish_now({OpOutcome::Terminated, RemoteFault::UnexpectedOpcode});
     }
     w::Segmenter check;
     if (w::Status s = check.start(m.first, m.length, mulpdu_); s != w::Status::Ok)
-        return finish_now({OpOutcome::Terminated, to_seam(w::term_code(s))});
+        return finish_now({OpOutcome::Terminated, iwarp::fault_of(w::term_code(s))});
     if (!w::is_tagged(m.first.opcode)) ++send_msn_;
     OpRec &rec = ops_.emplace_back();
     if (op.kind == OpKind::RdmaWriteImmediate) {
@@ -752,20 +771,7 @@ void Core::queue_terminate_locked(w::TermCode code, std::span<const uint8_t> off
     TxMsg m;
     m.fixed = true;
     m.terminate = true;
-    w::TerminateSpec t{};
-    t.code = code;
-    if (include_hdr && offending.size() >= w::kTaggedHeaderLen) {
-        t.offending = offending;
-        t.offending_len = static_cast<uint16_t>(std::min<size_t>(offending.size(), 0xFFFF));
-        t.include_ddp_header = true;
-        t.include_rdma_header = true;  // only honoured for a Read Request
-    }
-    m.hdr_len = w::encode_terminate(t, m.hdr);
-    if (m.hdr_len == 0) {
-        t = {};
-        t.code = code;
-        m.hdr_len = w::encode_terminate(t, m.hdr);
-    }
+    m.hdr_len = encode_term(code, offending, include_hdr, m.hdr);
     msgs_.push_back(m);
     terminate_queued_ = true;
     tx_ = TxState::Closing;
@@ -788,9 +794,9 @@ void Core::close_fd_locked(bool abortive) {
     queued_bytes_ = 0;
 }
 
-void Core::terminate(TerminateCode code) {
+void Core::terminate(const FaultReport &f) {
     std::lock_guard lk(mu_);
-    queue_terminate_locked(to_wire(code), {}, false);
+    queue_terminate_locked(iwarp::terminate_code(f), {}, false);
     wake();
 }
 
@@ -961,7 +967,12 @@ void Core::stream_lost() {
     release_refs();
     if (enter_ep()) {
         abort_open_recv(RI_WC_STATUS_WR_FLUSHED_ERROR);
-        if (tell) ep_->rx_stream_error(to_seam(kLost));
+        if (tell) {
+            std::array<uint8_t, w::kUntaggedHeaderLen + w::kTerminateBodyMax> t{};
+            const size_t n = encode_term(kLost, {}, false, t);
+            ep_->rx_stream_error(iwarp::fault_of(kLost),
+                                 iwarp::message_of(std::span<const uint8_t>(t.data(), n)));
+        }
         leave_ep();
     }
 }
@@ -985,21 +996,27 @@ void Core::protocol_error(w::TermCode code, std::span<const uint8_t> ulpdu, bool
     // queue, MSN...), records it as the local Terminate and moves to Error.
     if (enter_ep()) {
         abort_open_recv(RI_WC_STATUS_LOCAL_QP_CATASTROPHIC);
-        if (tell) ep_->rx_stream_error(TerminateCode{code.layer, code.etype, code.ecode});
+        if (tell) {
+            // What was queued above, for the engine's record.
+            std::array<uint8_t, w::kUntaggedHeaderLen + w::kTerminateBodyMax> t{};
+            const size_t n = encode_term(code, ulpdu, include_hdr, t);
+            ep_->rx_stream_error(iwarp::fault_of(code),
+                                 iwarp::message_of(std::span<const uint8_t>(t.data(), n)));
+        }
         leave_ep();
     }
 }
 
 // The engine refused an arrival (RxStatus !ok): it already raised its event and moved to
 // Error; we send the Terminate it describes and close.
-void Core::engine_failed(TerminateCode code, std::span<const uint8_t> ulpdu) {
+void Core::engine_failed(const RxStatus &st, std::span<const uint8_t> ulpdu) {
     recv_open_ = recv_open_ && recv_.wqe != nullptr;
     if (recv_open_ && enter_ep()) {
         abort_open_recv(RI_WC_STATUS_LOCAL_QP_CATASTROPHIC);
         leave_ep();
     }
     std::lock_guard lk(mu_);
-    queue_terminate_locked(to_wire(code), ulpdu, true);
+    queue_terminate_locked(iwarp::terminate_code({st.fault, st.op}), ulpdu, true);
 }
 
 bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
@@ -1050,7 +1067,7 @@ bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
             RxStatus rs =
                 ep_->rx_tagged_acquire(s.hdr.stag, s.hdr.to, s.payload.size(), false, dst, ref);
             if (!rs.ok) {
-                engine_failed(rs.term, ulpdu);
+                engine_failed(rs, ulpdu);
                 return false;
             }
             // The last byte goes last, with release ordering: consumers poll the final
@@ -1071,7 +1088,7 @@ bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
                 recv_ = {};
                 RxStatus rs = ep_->rx_recv_begin(recv_);
                 if (!rs.ok) {
-                    engine_failed(rs.term, ulpdu);
+                    engine_failed(rs, ulpdu);
                     return false;
                 }
                 recv_open_ = true;
@@ -1079,7 +1096,7 @@ bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
             if (!s.payload.empty()) {
                 RxStatus rs = ep_->rx_recv_place(recv_, rr.msg_offset, {payload, s.payload.size()});
                 if (!rs.ok) {
-                    engine_failed(rs.term, ulpdu);
+                    engine_failed(rs, ulpdu);
                     return false;
                 }
             }
@@ -1091,7 +1108,7 @@ bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
                 RxStatus rs = ep_->rx_recv_end(recv_, inv ? OpKind::SendInvalidate : OpKind::Send,
                                                rr.msg_length, se, s.hdr.inv_stag, 0);
                 if (!rs.ok) {
-                    engine_failed(rs.term, ulpdu);
+                    engine_failed(rs, ulpdu);
                     return false;
                 }
             }
@@ -1126,7 +1143,7 @@ bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
                 void *ref = nullptr;
                 RxStatus rs = ep_->rx_tagged_acquire(b.src_stag, b.src_to, b.size, true, src, ref);
                 if (!rs.ok) {
-                    engine_failed(rs.term, ulpdu);
+                    engine_failed(rs, ulpdu);
                     return false;
                 }
                 m.src[0] = src;
@@ -1185,7 +1202,7 @@ bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
             return true;
         }
         case w::Opcode::Terminate: {
-            TerminateCode code{s.term.code.layer, s.term.code.etype, s.term.code.ecode};
+            const RemoteFault fault = iwarp::fault_of(s.term.code);
             bool had_op = false;
             {
                 std::lock_guard lk(mu_);
@@ -1195,7 +1212,7 @@ bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
                 for (OpRec &o : ops_)
                     had_op = had_op || !o.ready;
                 // The oldest unfinished op is the one the peer failed (in-order stream).
-                fail_all_locked({OpOutcome::Terminated, code});
+                fail_all_locked({OpOutcome::Terminated, fault});
                 if (tx_ == TxState::Open) tx_ = TxState::Closing;
                 flush_locked();
             }
@@ -1204,7 +1221,7 @@ bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
             // reported afterwards as Terminated: the engine completes the oldest with
             // REMOTE_TERMINATION and flushes the rest, raising the event once.
             (void)had_op;
-            ep_->rx_terminate(code, ulpdu.subspan(w::kUntaggedHeaderLen));
+            ep_->rx_terminate(ulpdu.subspan(w::kUntaggedHeaderLen));
             return false;
         }
         case w::Opcode::AtomicRequest:
@@ -1237,7 +1254,7 @@ bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
             RxStatus rs = ep_->rx_write_immediate(len, static_cast<uint32_t>(s.immediate),
                                                   s.hdr.opcode == w::Opcode::ImmediateDataSe);
             if (!rs.ok) {
-                engine_failed(rs.term, ulpdu);
+                engine_failed(rs, ulpdu);
                 return false;
             }
             return true;
@@ -1272,7 +1289,7 @@ bool Core::handle_atomic_request(const w::AtomicRequestBody &b, std::span<const 
                                  b.to == kAtomicBaseTo ? kAtomicAtBase : b.to,
                                  add ? b.add_swap : b.compare, add ? 0 : b.add_swap, original);
     if (!rs.ok) {
-        engine_failed(rs.term, ulpdu);
+        engine_failed(rs, ulpdu);
         return false;
     }
     TxMsg m;
@@ -1344,8 +1361,10 @@ class TcpChannel final : public Channel {
     bool submit_now(const OutboundOp &op, OpResult &out) override {
         return core_->submit_now(op, out);
     }
-    void terminate(TerminateCode term, std::span<const uint8_t>) override {
-        core_->terminate(term);
+    void terminate(const FaultReport &f) override { core_->terminate(f); }
+    size_t fault_message(const FaultReport &f,
+                         std::span<uint8_t, kFaultMessageMax> out) const override {
+        return iwarp::terminate_message(f, out);
     }
     void close(CloseKind kind) override { core_->close(kind); }
 
@@ -1353,57 +1372,36 @@ class TcpChannel final : public Channel {
     std::unique_ptr<Core> core_;
 };
 
-std::mutex g_mu;
-std::map<int, StreamParams> g_unclaimed;
-
-std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, bool &mine, ProgressEngine &pe) {
-    StreamParams p;
-    {
-        std::lock_guard lk(g_mu);
-        auto it = g_unclaimed.find(h);
-        if (it == g_unclaimed.end()) {
-            mine = false;
+// An adopted socket no QP has claimed: owns the descriptor until then.
+class UnclaimedSocket final : public llp::UnclaimedStream {
+  public:
+    UnclaimedSocket(int fd, StreamParams p) : fd_(fd), p_(std::move(p)) {}
+    ~UnclaimedSocket() override {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, ProgressEngine &pe) override {
+        const int fd = std::exchange(fd_, -1);  // the channel owns it now
+        auto core = std::make_unique<Core>(h, p_, pe);
+        if (!core->ok()) {
+            // Nothing claimed it: the handle is consumed but the fd stays the caller's.
+            core->disown_fd();
+            (void)fd;
             return nullptr;
         }
-        mine = true;
-        p = it->second;
-        g_unclaimed.erase(it);
+        return std::make_unique<TcpChannel>(std::move(core));
     }
-    // On failure the handle is consumed but the fd stays the caller's (nothing claimed it).
-    auto core = std::make_unique<Core>(h, p, pe);
-    if (!core->ok()) {
-        core->disown_fd();  // the fd stays the caller's: nothing was claimed
-        return nullptr;
-    }
-    return std::make_unique<TcpChannel>(std::move(core));
-}
+    bool send_deferred(ri_llp_stream_handle_t h, uint64_t key) override;
+    // Leaves the descriptor to the caller (forget_socket).
+    void disown() { fd_ = -1; }
 
-}  // namespace
+  private:
+    int fd_;
+    StreamParams p_;
+};
 
-void ensure_registered() {
-    register_llp_claimer(&claim);
-}
-
-ri_llp_stream_handle_t adopt_socket(int fd, const StreamParams &params) {
-    if (fd < 0 || fd >= (1 << 30)) return -1;  // loopback handles live above 2^30
-    int type = 0;
-    socklen_t sl = sizeof type;
-    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &sl) != 0 || type != SOCK_STREAM) return -1;
-    int fl = ::fcntl(fd, F_GETFL);
-    if (fl < 0 || ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) return -1;
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // FPDUs are latency-bound
-    ensure_registered();
-    std::lock_guard lk(g_mu);
-    g_unclaimed[fd] = params;
-    return fd;
-}
-
-bool send_preamble(ri_llp_stream_handle_t h, uint64_t key) {
-    std::lock_guard lk(g_mu);
-    auto it = g_unclaimed.find(h);
-    if (it == g_unclaimed.end() || key == 0 || it->second.preamble_key != key) return false;
-    std::vector<uint8_t> &pre = it->second.preamble;
+bool UnclaimedSocket::send_deferred(ri_llp_stream_handle_t h, uint64_t key) {
+    if (key == 0 || p_.preamble_key != key) return false;
+    std::vector<uint8_t> &pre = p_.preamble;
     size_t off = 0;
     bool failed = false;
     while (off < pre.size()) {
@@ -1425,9 +1423,36 @@ bool send_preamble(ri_llp_stream_handle_t h, uint64_t key) {
     return off > 0 && pre.empty() && !failed;
 }
 
+}  // namespace
+
+void ensure_registered() {}
+
+ri_llp_stream_handle_t adopt_socket(int fd, const StreamParams &params) {
+    if (fd < 0 || fd >= (1 << 30)) return -1;  // loopback handles live above 2^30
+    int type = 0;
+    socklen_t sl = sizeof type;
+    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &sl) != 0 || type != SOCK_STREAM) return -1;
+    int fl = ::fcntl(fd, F_GETFL);
+    if (fl < 0 || ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) return -1;
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // FPDUs are latency-bound
+    ensure_registered();
+    if (!llp::publish(fd, std::make_unique<UnclaimedSocket>(fd, params))) return -1;
+    return fd;
+}
+
+bool send_preamble(ri_llp_stream_handle_t h, uint64_t key) {
+    return llp::send_deferred(h, key);
+}
+
 bool forget_socket(ri_llp_stream_handle_t h) {
-    std::lock_guard lk(g_mu);
-    return g_unclaimed.erase(h) != 0;
+    // Only adopted sockets: another transport's handle stays where it is.
+    std::unique_ptr<llp::UnclaimedStream> s = llp::take(h, [](const llp::UnclaimedStream &u) {
+        return dynamic_cast<const UnclaimedSocket *>(&u) != nullptr;
+    });
+    if (!s) return false;
+    static_cast<UnclaimedSocket *>(s.get())->disown();  // the caller closes the fd
+    return true;
 }
 
 }  // namespace softrnic::transport::tcp

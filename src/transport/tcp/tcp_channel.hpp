@@ -46,9 +46,10 @@ struct StreamParams {
 };
 
 // Registers a connected TCP socket whose MPA exchange is complete (the Request/Reply
-// already consumed) as an LLP stream handle. Returns the handle (the fd itself), or -1
-// when `fd` is not a usable socket. Until a QP claims it the caller still owns the fd;
-// once claimed, the channel owns it and closes it on destruction.
+// already consumed) as an LLP stream handle in the LLP registry (llp_registry.hpp).
+// Returns the handle (the fd itself), or -1 when `fd` is not a usable socket. From then
+// on the registry's entry owns the fd (llp::release closes it) until a QP claims it; the
+// channel then owns it and closes it on destruction.
 ri_llp_stream_handle_t adopt_socket(int fd, const StreamParams &params);
 
 // Sends the preamble of an adopted socket that no QP has claimed yet (the connection
@@ -59,11 +60,12 @@ ri_llp_stream_handle_t adopt_socket(int fd, const StreamParams &params);
 // to send, or the socket refused it (the channel then finds the stream broken).
 bool send_preamble(ri_llp_stream_handle_t h, uint64_t key);
 
-// Forgets an adopted socket nobody claimed (the caller keeps ownership). False when the
-// handle is unknown or already claimed.
+// Takes an adopted socket nobody claimed back out of the LLP registry, leaving the fd to
+// the caller to close. False when the handle is unknown, already claimed or not a socket.
+// For callers that close the fd themselves; llp::release() closes any transport's handle.
 bool forget_socket(ri_llp_stream_handle_t h);
 
-// Makes the TCP transport known to the LLP registry (idempotent; adopt_socket calls it).
+// Nothing to do: adopted sockets go to the LLP registry (kept for callers).
 void ensure_registered();
 
 }  // namespace softrnic::transport::tcp
