@@ -21,8 +21,9 @@ struct TermSeen {
 
 // The Terminate message as ri_qp_query returns it (control word onwards), decoded behind the
 // Terminate's own untagged DDP header.
-void decode_term(const std::vector<uint8_t> &body, w::Segment &seg) {
-    std::vector<uint8_t> ulpdu(w::kUntaggedHeaderLen);
+// `ulpdu` holds the bytes `seg` points into.
+void decode_term(const std::vector<uint8_t> &body, std::vector<uint8_t> &ulpdu, w::Segment &seg) {
+    ulpdu.assign(w::kUntaggedHeaderLen, 0);
     w::DdpHeader h;
     h.opcode = w::Opcode::Terminate;
     h.qn = static_cast<uint32_t>(w::Queue::Terminate);
@@ -66,8 +67,9 @@ TEST_P(TerminateMessage, TaggedFaultQuotesTheWriteHeaderAsTcpDoes) {
     ASSERT_NO_FATAL_FAILURE(tagged_fault(GetParam(), mine));
     for (const TermSeen *run : {&tcp, &mine})
         for (const auto *v : {&run->remote, &run->local}) {
+            std::vector<uint8_t> ulpdu;
             w::Segment seg;
-            ASSERT_NO_FATAL_FAILURE(decode_term(*v, seg));
+            ASSERT_NO_FATAL_FAILURE(decode_term(*v, ulpdu, seg));
             const w::TerminateBody &t = seg.term;
             EXPECT_EQ(t.code, (w::TermCode{1, 1, 0x00})) << "DDP tagged, invalid STag";
             EXPECT_TRUE(t.m && t.d) << "M and D set together, as the codec and siw do";
