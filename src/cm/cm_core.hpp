@@ -85,11 +85,16 @@ struct Core {
     void poke();
     bool arm(Conn &c, uint32_t events, bool add);
     void disarm(Conn &c);
-    void deliver(Event ev) { pending.emplace_back(std::move(ev)); }
+    // Queues an event (built in place: one of Event's alternatives).
+    template <class Ev>
+    void deliver(Ev &&ev) {
+        pending.emplace_back(std::forward<Ev>(ev));
+    }
     // Ends a connection the manager still owns; reports it when someone is waiting for it.
-    void finish(Conn &c, Event ev, bool report) {
+    template <class Ev>
+    void finish(Conn &c, Ev ev, bool report) {
         disarm(c);
-        if (report) deliver(std::move(ev));
+        if (report) pending.emplace_back(std::move(ev));
         conns.erase(c.id);  // closes the fd; `c` is gone
     }
     // Forgets a connection whose stream was handed over (its fd released); `c` is gone.
