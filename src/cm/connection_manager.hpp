@@ -4,7 +4,10 @@
 //
 // This header speaks no transport's language: Established carries NegotiatedParams and
 // Failed a FailReason, and only the protocol engine behind the manager translates them to
-// and from its wire (MPA, the TCP channel's stream parameters).
+// and from its wire (MPA, the TCP channel's stream parameters). Inside src/cm/: the core
+// (connection_manager.cpp, cm_core.hpp: ids, listeners, event thread, events), the
+// transport policy (transport_policy.hpp), the shm rendezvous (shm_rendezvous.hpp) and the
+// iWARP engine (iwarp_engine.cpp); cm_core.hpp says where the IB CM plugs in.
 //
 // Transports: a listener also binds an abstract Unix stream socket named after its
 // (family, address, port) (transport/shm/shm.hpp). connect() to a peer on the same host

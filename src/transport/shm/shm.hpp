@@ -31,11 +31,8 @@
 
 namespace softrnic::transport::shm {
 
-// SOFTRNIC_TRANSPORT=auto|shm|tcp (unset or unknown: auto).
-enum class Mode : uint8_t { Auto, Shm, Tcp };
-Mode mode_from_env();
-const char *to_string(Mode m);
-// False when SOFTRNIC_SHM_CMA=0 (forces the bounce-buffer copy path).
+// False when SOFTRNIC_SHM_CMA=0 (forces the bounce-buffer copy path). Whether a connection
+// uses shm at all is the connection manager's policy (src/cm/transport_policy.hpp).
 bool cma_allowed_by_env();
 
 // Shared memory one connected QP pair uses: one segment per end.

@@ -40,26 +40,6 @@ Stats stats() {
             c.direct_writes.load(std::memory_order_relaxed)};
 }
 
-Mode mode_from_env() {
-    const char *v = std::getenv("SOFTRNIC_TRANSPORT");
-    if (!v) return Mode::Auto;
-    if (std::strcmp(v, "shm") == 0) return Mode::Shm;
-    if (std::strcmp(v, "tcp") == 0) return Mode::Tcp;
-    return Mode::Auto;
-}
-
-const char *to_string(Mode m) {
-    switch (m) {
-        case Mode::Auto:
-            return "auto";
-        case Mode::Shm:
-            return "shm";
-        case Mode::Tcp:
-            return "tcp";
-    }
-    return "?";
-}
-
 bool cma_allowed_by_env() {
     const char *v = std::getenv("SOFTRNIC_SHM_CMA");
     return !(v && std::strcmp(v, "0") == 0);
