@@ -1,11 +1,13 @@
 /*
  * softrnic.h: the parts of softrnic that RNICPI leaves to the host stack.
  *
- * RNICPI (rnicpi.h) is the provider interface. It assumes an access layer
- * that owns device registration and hands connected LLP streams to
- * ri_qp_modify(IDLE -> RTS). This header is that access layer's face:
+ * RNICPI (rnicpi.h) is the provider interface. It assumes host services
+ * (what RNICPI calls the access layer; softrnic says "host services" so as not
+ * to be confused with the InfiniBand Access Layer) that own device registration
+ * and hand connected LLP streams to ri_qp_modify(IDLE -> RTS). This header is
+ * the face of softrnic's built-in host services:
  *   - create and destroy software RNIC instances (each one a "VP" that the
- *     built-in access layer attaches with ri_svc_attach),
+ *     built-in host services attach with ri_svc_attach),
  *   - choose a handle view (privileged or user, consumer- or provider-serialised),
  *   - create in-process LLP stream pairs for the loopback transport,
  *   - list the SOFTRNIC_* environment variables the library reads.
@@ -33,7 +35,7 @@ typedef enum softrnic_vp_view {
 
 /*
  * Creates a software RNIC instance named `name` (at most 63 bytes) and attaches it
- * to the built-in access layer. *vp receives the SOFTRNIC_VIEW_PRIVILEGED handle.
+ * to the built-in host services. *vp receives the SOFTRNIC_VIEW_PRIVILEGED handle.
  * The RNIC is not open yet: call ri_rnic_open next.
  * Returns RI_RET_INVALID_PARAMETER for a NULL/empty/too long name or NULL vp,
  * RI_RET_RNIC_INUSE if an instance of that name exists, RI_RET_RESOURCE_SHORTAGE.

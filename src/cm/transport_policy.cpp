@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/config.hpp"
 #include "transport/shm/shm.hpp"
 
 namespace softrnic::cm::detail {
@@ -23,7 +24,7 @@ TransportPolicy resolve_policy(const Options &opts, const char *transport_env, b
 }
 
 TransportPolicy policy_from_env(const Options &opts) {
-    return resolve_policy(opts, std::getenv("SOFTRNIC_TRANSPORT"),
+    return resolve_policy(opts, base::env_value(base::EnvVar::Transport),
                           transport::shm::cma_allowed_by_env());
 }
 

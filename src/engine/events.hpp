@@ -1,6 +1,6 @@
 // The instance's event thread: delivers CQ notifications and asynchronous events.
 //
-// Callbacks never run inside a post or poll call: a consumer-serialised access layer may
+// Callbacks never run inside a post or poll call: a consumer-serialised host stack may
 // hold a spinlock across those (RNICPI L1351), and a callback that re-enters the library
 // must not find the caller's locks held. Producers queue a small record and signal the
 // thread; that happens only for armed CQs and for errors, never on the plain fast path.

@@ -27,7 +27,7 @@ using namespace softrnic::engine;
 
 namespace {
 
-struct Registry {
+struct Instances {
     std::mutex mu;
     std::map<std::string, std::unique_ptr<Device>> devices;
     std::set<const void *> vps;
@@ -35,8 +35,8 @@ struct Registry {
     std::map<std::pair<uintptr_t, uint64_t>, uint32_t> pins;
 };
 
-Registry &registry() {
-    static Registry *r = new Registry();  // never destroyed: handles may outlive statics
+Instances &registry() {
+    static Instances *r = new Instances();  // never destroyed: handles may outlive statics
     return *r;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "base/config.hpp"
 #include "base/sync.hpp"
 
 namespace softrnic::transport {
@@ -52,7 +53,7 @@ using base::mono_ns;
 // a small VM. SOFTRNIC_PROGRESS_SPIN_US overrides it (0: never spin).
 int64_t spin_after_work_ns() {
     static const int64_t ns = [] {
-        const char *v = std::getenv("SOFTRNIC_PROGRESS_SPIN_US");
+        const char *v = base::env_value(base::EnvVar::ProgressSpinUs);
         if (!v || !*v) return int64_t{20'000};
         char *end = nullptr;
         long us = std::strtol(v, &end, 10);

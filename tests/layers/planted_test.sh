@@ -36,4 +36,3 @@ plant engine_includes_transport_internals src/engine/planted.cpp '#include "tran
 plant base_includes_engine src/base/planted.hpp '#include "engine/device.hpp"'
 plant cm_header_includes_transport src/cm/connection_manager.hpp '#include "transport/tcp/tcp_channel.hpp"'
 plant stray_getenv src/engine/planted.cpp 'const char *v = std::getenv("SOFTRNIC_NEW_THING");'
-echo "1 passed, 0 failed"

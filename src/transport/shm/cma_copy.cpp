@@ -16,6 +16,7 @@
 #include <mutex>
 #include <new>
 
+#include "base/config.hpp"
 #include "base/sync.hpp"
 
 namespace softrnic::transport::shm {
@@ -253,7 +254,7 @@ class Helper {
 }
 
 CmaSplitMode split_mode_from_env_and_cpus() {
-    if (const char *v = std::getenv("SOFTRNIC_SHM_COPY_THREADS")) {
+    if (const char *v = base::env_value(base::EnvVar::ShmCopyThreads)) {
         if (std::strcmp(v, "1") == 0) return CmaSplitMode::Never;
         if (std::strcmp(v, "2") == 0) return CmaSplitMode::Always;
     }

@@ -79,6 +79,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/config.hpp"
 #include "base/sync.hpp"
 #include "transport/iwarp/terminate_map.hpp"
 #include "transport/llp_registry.hpp"
@@ -132,7 +133,7 @@ constexpr uint64_t kDirectMax = 64 << 10;
 // before grants existed), for comparisons and as a way out. Read once.
 inline bool direct_writes_enabled() {
     static const bool on = [] {
-        const char *v = std::getenv("SOFTRNIC_SHM_DIRECT_WRITES");
+        const char *v = base::env_value(base::EnvVar::ShmDirectWrites);
         return !(v && std::strcmp(v, "0") == 0);
     }();
     return on;

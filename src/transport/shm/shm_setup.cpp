@@ -18,6 +18,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "base/config.hpp"
 #include "transport/shm/link.hpp"
 #include "transport/shm/shm.hpp"
 
@@ -41,7 +42,7 @@ Stats stats() {
 }
 
 bool cma_allowed_by_env() {
-    const char *v = std::getenv("SOFTRNIC_SHM_CMA");
+    const char *v = base::env_value(base::EnvVar::ShmCma);
     return !(v && std::strcmp(v, "0") == 0);
 }
 
