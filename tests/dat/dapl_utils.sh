@@ -59,6 +59,22 @@ wait_ready() {
     return 1
 }
 
+# wait_listening PORT PID: until something listens on PORT, the server exits, or 15 s pass.
+# dtest prints its readiness line just before it listens on its parameter port (15828): a
+# client started in between found the port closed and gave up ("Couldn't connect to
+# 127.0.0.1:15828") while the server went on waiting for it.
+wait_listening() {
+    command -v ss >/dev/null 2>&1 || return 0
+    n=0
+    while [ $n -lt 300 ]; do
+        [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ] && return 0
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.05
+        n=$((n + 1))
+    done
+    return 1
+}
+
 # wait_ports_free PORT...: until no socket other than a TIME-WAIT one has one of these
 # local ports, at most 90 s. The tools listen on fixed ports (dtest, dtestsrq and dtestcm on
 # 45248, dtestcm also on 15828), and a listener cannot bind while any other socket holds
@@ -93,6 +109,9 @@ pair() {
     timeout "$to" $tool $sargs > "$out/$name.server.log" 2>&1 &
     spid=$!
     wait_ready "$out/$name.server.log" $spid || echo "    ($name: no readiness line from the server)"
+    if [ "$tool" = dtest ]; then
+        wait_listening 15828 $spid || echo "    ($name: the server does not listen on 15828)"
+    fi
     timeout "$to" $tool $cargs > "$out/$name.client.log" 2>&1
     crc=$?
     wait $spid
