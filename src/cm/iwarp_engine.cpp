@@ -10,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "transport/llp_registry.hpp"
 #include "transport/shm/shm.hpp"
 #include "transport/tcp/tcp_channel.hpp"
 #include "transport/tcp/wire/ddp_rdmap.hpp"
@@ -629,11 +630,9 @@ CmStatus IwarpEngine::reject(Conn &conn, std::span<const uint8_t> private_data) 
     return CmStatus::Ok;
 }
 
-void IwarpEngine::hand_over(ri_llp_stream_handle_t llp, LlpTransport t, uint64_t key) {
-    if (t == LlpTransport::Shm)
-        shm::send_deferred_hello(llp, key);
-    else
-        tcp::send_preamble(llp, key);
+void IwarpEngine::hand_over(ri_llp_stream_handle_t llp, LlpTransport, uint64_t key) {
+    // The shm hello or the MPA Reply, whichever the stream's transport deferred.
+    transport::llp::send_deferred(llp, key);
 }
 
 }  // namespace softrnic::cm::detail

@@ -604,12 +604,12 @@ TEST(Handshake, ResponderHoldsNoSegmentUntilItsHelloGoes) {
         const uint64_t key = 0x5eed;
         const int h = responder.adopt(sv[1], key);
         ASSERT_EQ(h, sv[1]);
-        EXPECT_TRUE(shm::is_unclaimed(h));
+        EXPECT_TRUE(softrnic::transport::llp::is_unclaimed(h));
         EXPECT_EQ(count_fds(), with_sockets) << "an adopted, unclaimed link holds a descriptor";
-        EXPECT_FALSE(shm::send_deferred_hello(h, key + 1)) << "another stream's key";
+        EXPECT_FALSE(softrnic::transport::llp::send_deferred(h, key + 1)) << "another stream's key";
 
-        ASSERT_TRUE(shm::send_deferred_hello(h, key));
-        EXPECT_FALSE(shm::send_deferred_hello(h, key)) << "the hello went twice";
+        ASSERT_TRUE(softrnic::transport::llp::send_deferred(h, key));
+        EXPECT_FALSE(softrnic::transport::llp::send_deferred(h, key)) << "the hello went twice";
         ASSERT_EQ(initiator.receive(sv[0]), shm::Handshake::Step::Done);
         EXPECT_EQ(count_shm_maps(), maps + 4);
         EXPECT_EQ(count_fds(), with_sockets);

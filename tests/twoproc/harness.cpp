@@ -363,8 +363,7 @@ cm::Handler CmLog::handler() {
 void CmLog::clear() {
     std::lock_guard lk(mu_);
     for (auto &e : events_)
-        if (auto *est = std::get_if<cm::Established>(&e))
-            if (tcp::forget_socket(est->llp)) ::close(est->llp);
+        if (auto *est = std::get_if<cm::Established>(&e)) cm::release_unclaimed(est->llp);
     events_.clear();
 }
 
@@ -505,7 +504,7 @@ void TwoProcTest::connect_to_peer(const std::string &req_pd, const std::string &
     EXPECT_EQ(est->private_data, bytes_of(rep_pd));
     EXPECT_EQ(est->params.crc, crc());
     ri_api_return_t r = to_rts(qp_, est->llp);
-    if (r != RI_RET_SUCCESS && tcp::forget_socket(est->llp)) ::close(est->llp);
+    if (r != RI_RET_SUCCESS) cm::release_unclaimed(est->llp);
     ASSERT_EQ(r, RI_RET_SUCCESS);
     Reply w = pc("wait_conn 20000");
     ASSERT_TRUE(w.ok) << w;
@@ -539,7 +538,7 @@ void TwoProcTest::peer_connects(const std::string &req_pd, const std::string &re
     EXPECT_FALSE(est->initiator);
     EXPECT_EQ(est->private_data, bytes_of(req_pd));
     ri_api_return_t r = to_rts(qp_, est->llp);
-    if (r != RI_RET_SUCCESS && tcp::forget_socket(est->llp)) ::close(est->llp);
+    if (r != RI_RET_SUCCESS) cm::release_unclaimed(est->llp);
     ASSERT_EQ(r, RI_RET_SUCCESS);
     EXPECT_EQ(cm_->stop_listen(l.value), cm::CmStatus::Ok);
 }

@@ -90,8 +90,7 @@ class Events {
     }
     ~Events() {
         for (auto &e : q_)
-            if (auto *est = std::get_if<cm::Established>(&e))
-                if (tcp::forget_socket(est->llp)) ::close(est->llp);
+            if (auto *est = std::get_if<cm::Established>(&e)) cm::release_unclaimed(est->llp);
     }
 
   private:
@@ -216,12 +215,12 @@ class Peer {
 
     std::string established(const cm::Established &e) {
         if (!ensure_rnic()) {
-            if (tcp::forget_socket(e.llp)) ::close(e.llp);
+            cm::release_unclaimed(e.llp);
             return err("RNIC/QP set-up failed");
         }
         ri_api_return_t r = to_rts(e.llp);
         if (r != RI_RET_SUCCESS) {
-            if (tcp::forget_socket(e.llp)) ::close(e.llp);
+            cm::release_unclaimed(e.llp);
             return err("ri_qp_modify(RTS) returned " + std::to_string(r));
         }
         return ok("event=established pd=" + to_hex(e.private_data) +

@@ -66,7 +66,7 @@ class Handshake {
     // hello (with the segment's fd). `allow_cma`: use CMA if the probe succeeds.
     // `defer_hello` (the responder): the hello is owed, and adopt() hands the debt to the
     // link; the segment is made and the hello sent when a QP claims the stream or by
-    // send_deferred_hello(), whichever comes first (cm::Established::handover_key says
+    // llp::send_deferred(), whichever comes first (cm::Established::handover_key says
     // why). Until then the link holds no descriptor but its socket.
     bool start(int sock, bool allow_cma, bool defer_hello = false);
     enum class Step : uint8_t { NeedMore, Done, Failed };
@@ -81,12 +81,9 @@ class Handshake {
     std::unique_ptr<State> st_;
 };
 
-// Sends the deferred hello of an adopted handle no QP has claimed yet. False when `h` is
-// not unclaimed with that key, or its hello already went (or could not go: the peer is
-// gone, which the claiming channel then finds).
-bool send_deferred_hello(ri_llp_stream_handle_t h, uint64_t key);
-
-bool is_unclaimed(ri_llp_stream_handle_t h);
+// The deferred hello of an adopted handle no QP has claimed yet goes out through
+// llp::send_deferred: false when `h` is not unclaimed with that key, or its hello already
+// went (or could not go: the peer is gone, which the claiming channel then finds).
 
 // Registers the shm placement revoker (idempotent; adopt() calls it).
 void ensure_registered();

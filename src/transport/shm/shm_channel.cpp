@@ -290,12 +290,4 @@ int register_unclaimed(std::unique_ptr<Link> link) {
     return h;
 }
 
-bool send_deferred_hello(ri_llp_stream_handle_t h, uint64_t key) {
-    return llp::send_deferred(h, key);
-}
-
-bool is_unclaimed(ri_llp_stream_handle_t h) {
-    return llp::is_unclaimed(h);
-}
-
 }  // namespace softrnic::transport::shm

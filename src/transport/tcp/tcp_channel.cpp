@@ -122,8 +122,6 @@ class UnclaimedSocket final : public llp::UnclaimedStream {
         return std::make_unique<TcpChannel>(std::move(core));
     }
     bool send_deferred(ri_llp_stream_handle_t h, uint64_t key) override;
-    // Leaves the descriptor to the caller (forget_socket).
-    void disown() { fd_ = -1; }
 
   private:
     int fd_;
@@ -175,20 +173,6 @@ ri_llp_stream_handle_t adopt_socket(int fd, const StreamParams &params) {
     ensure_registered();
     if (!llp::publish(fd, std::make_unique<UnclaimedSocket>(fd, params))) return -1;
     return fd;
-}
-
-bool send_preamble(ri_llp_stream_handle_t h, uint64_t key) {
-    return llp::send_deferred(h, key);
-}
-
-bool forget_socket(ri_llp_stream_handle_t h) {
-    // Only adopted sockets: another transport's handle stays where it is.
-    std::unique_ptr<llp::UnclaimedStream> s = llp::take(h, [](const llp::UnclaimedStream &u) {
-        return dynamic_cast<const UnclaimedSocket *>(&u) != nullptr;
-    });
-    if (!s) return false;
-    static_cast<UnclaimedSocket *>(s.get())->disown();  // the caller closes the fd
-    return true;
 }
 
 }  // namespace softrnic::transport::tcp

@@ -38,9 +38,9 @@ struct StreamParams {
     // it (RFC 5044 7.1.2), so the QP may be used as soon as the Reply is out.
     bool await_rtr = false;
     // The responder's MPA Reply, when the connection manager defers it (see
-    // send_preamble): the channel writes it before anything else once a QP claims the
+    // llp::send_deferred): the channel writes it before anything else once a QP claims the
     // stream, even while it awaits the RTR. `preamble_key` names this hand-over, so a
-    // late send_preamble cannot reach another socket that reused the descriptor.
+    // late send_deferred cannot reach another socket that reused the descriptor.
     std::vector<uint8_t> preamble;
     uint64_t preamble_key = 0;
 };
@@ -52,18 +52,12 @@ struct StreamParams {
 // channel then owns it and closes it on destruction.
 ri_llp_stream_handle_t adopt_socket(int fd, const StreamParams &params);
 
-// Sends the preamble of an adopted socket that no QP has claimed yet (the connection
-// manager calls it once the consumer has handled Established, so that the initiator can
-// see the connection only after the responder's consumer has: a fast initiator's close
-// then never reaches that consumer ahead of its Established). A QP that claims the stream
-// first sends it itself. False when `h` is not unclaimed with that key, nothing was left
-// to send, or the socket refused it (the channel then finds the stream broken).
-bool send_preamble(ri_llp_stream_handle_t h, uint64_t key);
-
-// Takes an adopted socket nobody claimed back out of the LLP registry, leaving the fd to
-// the caller to close. False when the handle is unknown, already claimed or not a socket.
-// For callers that close the fd themselves; llp::release() closes any transport's handle.
-bool forget_socket(ri_llp_stream_handle_t h);
+// The preamble of an adopted socket that no QP has claimed yet goes out through
+// llp::send_deferred (the connection manager calls it once the consumer has handled
+// Established, so that the initiator can see the connection only after the responder's
+// consumer has: a fast initiator's close then never reaches that consumer ahead of its
+// Established). A QP that claims the stream first sends it itself. An unclaimed socket is
+// closed by llp::release, like any transport's handle.
 
 // Nothing to do: adopted sockets go to the LLP registry (kept for callers).
 void ensure_registered();
