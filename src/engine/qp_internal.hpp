@@ -1,0 +1,163 @@
+// What the QP's sources (qp.cpp, qp_send.cpp, qp_recv.cpp, qp_iwarp_state.cpp) share:
+// the seam types they name, the WR flag sets, the status mappings and the arrival scope.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/qp.hpp"
+
+namespace softrnic::engine {
+
+using transport::FaultedOp;
+using transport::FaultReport;
+using transport::IoSpan;
+using transport::OpKind;
+using transport::OpOutcome;
+using transport::RemoteFault;
+using transport::RxStatus;
+
+namespace qp_detail {
+
+inline constexpr uint32_t kWrFlagsKnown =
+    RI_WR_SIGNALED_FLAG | RI_WR_LOCAL_SOLICITED_FLAG | RI_WR_SOLICITED_EVENT_FLAG |
+    RI_WR_READ_FENCE_FLAG | RI_WR_LOCAL_FENCE_FLAG | RI_WR_COALESCE_FLAG | RI_WR_INLINE_OK_FLAG |
+    RI_WR_CONSUMER_FLAG0 | RI_WR_CONSUMER_FLAG1;
+inline constexpr uint32_t kRecvFlagsKnown =
+    RI_WR_LOCAL_SOLICITED_FLAG | RI_WR_COALESCE_FLAG | RI_WR_CONSUMER_FLAG0 | RI_WR_CONSUMER_FLAG1;
+inline constexpr uint64_t kPosMask = (uint64_t{1} << 40) - 1;
+
+inline ri_wc_status_t invalidate_status(InvalidateFault f) {
+    switch (f) {
+        case InvalidateFault::None:
+            return RI_WC_STATUS_SUCCESS;
+        case InvalidateFault::InvalidStag:
+            return RI_WC_STATUS_INVALID_STAG_ERROR;
+        case InvalidateFault::Pd:
+            return RI_WC_STATUS_INVALID_PD_ERROR;
+        case InvalidateFault::NotAllowed:
+            return RI_WC_STATUS_STAG_INVALIDATE_ERROR;
+    }
+    return RI_WC_STATUS_STAG_INVALIDATE_ERROR;
+}
+
+inline ri_wc_status_t fault_status(MemFault f) {
+    switch (f) {
+        case MemFault::None:
+            return RI_WC_STATUS_SUCCESS;
+        case MemFault::InvalidStag:
+        case MemFault::QpMismatch:
+            return RI_WC_STATUS_INVALID_STAG_ERROR;
+        case MemFault::Bounds:
+            return RI_WC_STATUS_BASE_BOUNDS_VIOLATION_ERROR;
+        case MemFault::Access:
+            return RI_WC_STATUS_ACCESS_VIOLATION_ERROR;
+        case MemFault::Pd:
+            return RI_WC_STATUS_INVALID_PD_ERROR;
+        case MemFault::Wrap:
+            return RI_WC_STATUS_ADDRESS_WRAP_ERROR;
+    }
+    return RI_WC_STATUS_LOCAL_QP_OP_ERROR;
+}
+
+// What a responder-side STag fault raises and reports (docs/spec-deviations.md): Read
+// Requests and atomics use the IRRQ events, tagged placement (RDMA write) the protection
+// events; the transport says the fault on its wire.
+struct RemoteFaultInfo {
+    ri_async_event_type_t event;
+    RemoteFault fault;
+};
+
+inline RemoteFaultInfo remote_fault(MemFault f, bool irrq) {
+    if (irrq) {
+        switch (f) {
+            case MemFault::Bounds:
+                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_BOUNDS_VIOLATION, RemoteFault::Bounds};
+            case MemFault::Access:
+                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_ACCESS_VIOLATION, RemoteFault::Access};
+            case MemFault::Pd:
+                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_INVALID_PD, RemoteFault::NotAssociated};
+            case MemFault::Wrap:
+                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_WRAP_ERROR, RemoteFault::Wrap};
+            default:
+                return {RI_EVENT_QP_IRRQ_PROTECTION_ERROR_INVALID_STAG, RemoteFault::InvalidStag};
+        }
+    }
+    switch (f) {
+        case MemFault::Bounds:
+            return {RI_EVENT_QP_PROTECTION_ERROR_BOUNDS_VIOLATION, RemoteFault::Bounds};
+        case MemFault::Access:
+            return {RI_EVENT_QP_PROTECTION_ERROR_ACCESS_VIOLATION, RemoteFault::Access};
+        case MemFault::Pd:
+            return {RI_EVENT_QP_PROTECTION_ERROR_INVALID_PD, RemoteFault::NotAssociated};
+        case MemFault::Wrap:
+            return {RI_EVENT_QP_PROTECTION_ERROR_WRAP_ERROR, RemoteFault::Wrap};
+        default:
+            // The family has no "invalid STag" event (L1984-2023).
+            return {RI_EVENT_QP_PROTECTION_ERROR_STAG_QP_MISMATCH, RemoteFault::InvalidStag};
+    }
+}
+
+inline bool is_send_type(ri_wr_type_t t) {
+    return t == RI_WR_TYPE_SEND || t == RI_WR_TYPE_SEND_INVALIDATE ||
+           t == RI_WR_TYPE_SEND_IMMEDIATE;
+}
+
+inline ri_wc_type_t wc_type_of(ri_wr_type_t t) {
+    switch (t) {
+        case RI_WR_TYPE_SEND:
+        case RI_WR_TYPE_SEND_INVALIDATE:
+        case RI_WR_TYPE_SEND_IMMEDIATE:
+            return RI_WC_TYPE_SEND;
+        case RI_WR_TYPE_RDMA_WRITE:
+        case RI_WR_TYPE_RDMA_WRITE_IMMEDIATE:
+            return RI_WC_TYPE_RDMA_WRITE;
+        case RI_WR_TYPE_RDMA_READ:
+            return RI_WC_TYPE_RDMA_READ;
+        case RI_WR_TYPE_RDMA_READ_LOCAL_INVALIDATE:
+            return RI_WC_TYPE_RDMA_READ_LOCAL_INVALIDATE;
+        case RI_WR_TYPE_BIND:
+            return RI_WC_TYPE_BIND;
+        case RI_WR_TYPE_FAST_REGISTER:
+            return RI_WC_TYPE_FAST_REGISTER;
+        case RI_WR_TYPE_LOCAL_INVALIDATE_MR:
+        case RI_WR_TYPE_LOCAL_INVALIDATE_MW:
+            return RI_WC_TYPE_LOCAL_INVALIDATE;
+        case RI_WR_TYPE_COMPARE_AND_SWAP:
+            return RI_WC_TYPE_COMPARE_AND_SWAP;
+        case RI_WR_TYPE_FETCH_AND_ADD:
+            return RI_WC_TYPE_FETCH_AND_ADD;
+    }
+    return RI_WC_TYPE_SEND;
+}
+
+}  // namespace qp_detail
+using namespace qp_detail;
+
+// Brackets one arrival from the transport: enters the QP's rx gate, and once the arrival is
+// over, finishes an error transition the arrival started (the flush must not run while the
+// arrival itself is still inside the gate).
+class RxScope {
+  public:
+    explicit RxScope(Qp &qp) : qp_(qp), entry_(qp.rx_gate), in_(bool(entry_)) {}
+    ~RxScope() {
+        if (!in_) return;
+        entry_.exit();
+        // Load first: the exchange (a locked RMW) is only paid when an error is pending.
+        if (qp_.error_pending.load(std::memory_order_acquire) &&
+            qp_.error_pending.exchange(false, std::memory_order_acq_rel))
+            qp_.finish_error();
+    }
+    explicit operator bool() const {
+        return in_ && qp_.state.load(std::memory_order_acquire) == RI_QP_STATE_READY_TO_SEND;
+    }
+    // False when the gate was closed: whoever closed it (a flush, a graceful close, a reset
+    // or a receive-queue resize) is moving the QP right now.
+    bool entered() const { return in_; }
+
+  private:
+    Qp &qp_;
+    GateScope entry_;
+    bool in_;
+};
+
+}  // namespace softrnic::engine
