@@ -70,7 +70,7 @@ struct Conn {
 
 // State shared by the core and its engines. Everything below `mu` is guarded by it; an
 // engine is only ever called with it held.
-struct Core {
+struct ManagerCore {
     Handler handler;
     Options opts;
     TransportPolicy policy;
@@ -101,8 +101,8 @@ struct Core {
     void forget(Conn &c) { conns.erase(c.id); }
 };
 
-// One connection set-up protocol. Called with Core::mu held, from the event thread or a
-// public call; never calls the handler (it queues events with Core::deliver).
+// One connection set-up protocol. Called with ManagerCore::mu held, from the event thread or a
+// public call; never calls the handler (it queues events with ManagerCore::deliver).
 class ProtocolEngine {
   public:
     virtual ~ProtocolEngine() = default;

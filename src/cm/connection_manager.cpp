@@ -103,13 +103,13 @@ void Fd::reset() {
     fd_ = -1;
 }
 
-void Core::poke() {
+void ManagerCore::poke() {
     uint64_t one = 1;
     // A full counter (never in practice) still leaves the fd readable: ignore.
     [[maybe_unused]] ssize_t r = ::write(wake.get(), &one, sizeof one);
 }
 
-bool Core::arm(Conn &c, uint32_t events, bool add) {
+bool ManagerCore::arm(Conn &c, uint32_t events, bool add) {
     epoll_event ev{};
     ev.events = events;
     ev.data.u64 = c.id;
@@ -119,7 +119,7 @@ bool Core::arm(Conn &c, uint32_t events, bool add) {
     return true;
 }
 
-void Core::disarm(Conn &c) {
+void ManagerCore::disarm(Conn &c) {
     ::epoll_ctl(ep.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
 }
 
@@ -133,7 +133,7 @@ struct ConnectionManager::Impl {
         Address addr;
     };
 
-    detail::Core core;
+    detail::ManagerCore core;
     // Every connection today speaks iWARP (MPA); the IB CM would be a second engine here,
     // chosen per listener and per connect() (see cm_core.hpp).
     detail::IwarpEngine iwarp{core};
@@ -211,7 +211,7 @@ struct ConnectionManager::Impl {
 
 ConnectionManager::ConnectionManager(Handler handler, Options opts)
     : impl_(std::make_unique<Impl>()) {
-    detail::Core &core = impl_->core;
+    detail::ManagerCore &core = impl_->core;
     core.handler = std::move(handler);
     if (!core.handler) return;  // nobody to deliver to: refuse to start
     core.opts = opts;
@@ -246,7 +246,7 @@ ConnectionManager::~ConnectionManager() {
 
 void ConnectionManager::run() {
     Impl &m = *impl_;
-    detail::Core &core = m.core;
+    detail::ManagerCore &core = m.core;
     std::array<epoll_event, 64> evs;
     std::vector<Event> batch;
     while (!m.stop.load(std::memory_order_acquire)) {
@@ -367,7 +367,7 @@ CmResult<Address> ConnectionManager::local_address(ConnId id) const {
 CmResult<ConnId> ConnectionManager::connect(const sockaddr *addr, socklen_t len,
                                             const ConnParams &params) {
     if (!ok()) return {CmStatus::Stopped, 0, 0};
-    detail::Core &core = impl_->core;
+    detail::ManagerCore &core = impl_->core;
     detail::ProtocolEngine &engine = impl_->iwarp;
     if (!valid_address(addr, len) || !engine.valid(params))
         return {CmStatus::InvalidArgument, 0, 0};
@@ -431,7 +431,7 @@ Transport ConnectionManager::transport() const {
 CmStatus ConnectionManager::accept(ConnId id, const ConnParams &params) {
     if (!ok()) return CmStatus::Stopped;
     if (!impl_->iwarp.valid(params)) return CmStatus::InvalidArgument;
-    detail::Core &core = impl_->core;
+    detail::ManagerCore &core = impl_->core;
     std::lock_guard lk(core.mu);
     auto it = core.conns.find(id);
     if (it == core.conns.end()) return CmStatus::UnknownId;
@@ -444,7 +444,7 @@ CmStatus ConnectionManager::accept(ConnId id, const ConnParams &params) {
 CmStatus ConnectionManager::reject(ConnId id, std::span<const uint8_t> private_data) {
     if (!ok()) return CmStatus::Stopped;
     if (private_data.size() > kMaxPrivateData) return CmStatus::InvalidArgument;
-    detail::Core &core = impl_->core;
+    detail::ManagerCore &core = impl_->core;
     std::lock_guard lk(core.mu);
     auto it = core.conns.find(id);
     if (it == core.conns.end()) return CmStatus::UnknownId;

@@ -157,9 +157,9 @@ IwConn &iw(Conn &c) {
     return static_cast<IwConn &>(c);  // every Conn of this engine is one
 }
 
-// The steps of the set-up, on one connection at a time (Core::mu held).
+// The steps of the set-up, on one connection at a time (ManagerCore::mu held).
 struct Machine {
-    Core &core;
+    ManagerCore &core;
 
     void fail(IwConn &c, w::Status ws, int err) {
         if (c.close_after_send) {

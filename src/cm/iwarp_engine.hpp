@@ -15,7 +15,7 @@ namespace softrnic::cm::detail {
 
 class IwarpEngine final : public ProtocolEngine {
   public:
-    explicit IwarpEngine(Core &core) : core_(core) {}
+    explicit IwarpEngine(ManagerCore &core) : core_(core) {}
 
     bool valid(const ConnParams &p) const override;
     std::unique_ptr<Conn> new_initiator(const ConnParams &p, bool over_shm) override;
@@ -27,7 +27,7 @@ class IwarpEngine final : public ProtocolEngine {
     void hand_over(ri_llp_stream_handle_t llp, LlpTransport t, uint64_t key) override;
 
   private:
-    Core &core_;
+    ManagerCore &core_;
 };
 
 }  // namespace softrnic::cm::detail

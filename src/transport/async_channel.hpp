@@ -1,11 +1,11 @@
-// The Channel face of an asynchronous transport: the connection's state lives in a core
-// object driven by the transport's progress source, and the Channel the engine holds
-// forwards every call to it. Shared by the shm and TCP transports (and meant for the next
+// The Channel face of an asynchronous transport: the connection's state lives in a
+// connection object driven by the transport's progress source, and the Channel the engine
+// holds forwards every call to it. Shared by the shm and TCP transports (and meant for the next
 // asynchronous one), so that each only adds what differs: its destructor's order and its
 // capabilities.
 //
-// A core provides attach, detach, submit, submit_now, terminate and close with the
-// Channel's meaning (transport.hpp).
+// A connection object provides attach, detach, submit, submit_now, terminate and close with
+// the Channel's meaning (transport.hpp).
 #pragma once
 
 #include <cstdint>
@@ -19,11 +19,11 @@
 
 namespace softrnic::transport {
 
-// Ordered reporting. An asynchronous core keeps its operation records in submission order
+// Ordered reporting. An asynchronous connection keeps its operation records in submission order
 // in `ops` (each with `ready` and `result`) and reports only the head, so an operation
 // never completes before an earlier one (Channel::asynchronous). Takes the head when it is
 // ready, under `mu`, and counts it in `reporting` until report_done(): while a report is
-// under way the core's fast path must not complete an operation inline.
+// under way the connection's fast path must not complete an operation inline.
 template <class Ops>
 bool take_ready_head(std::mutex &mu, Ops &ops, uint32_t &reporting, OpResult &out) {
     std::lock_guard lk(mu);
@@ -39,10 +39,10 @@ inline void report_done(std::mutex &mu, uint32_t &reporting) {
     --reporting;
 }
 
-template <class Core>
+template <class Connection>
 class ForwardingChannel : public Channel {
   public:
-    explicit ForwardingChannel(std::unique_ptr<Core> core) : core_(std::move(core)) {}
+    explicit ForwardingChannel(std::unique_ptr<Connection> core) : core_(std::move(core)) {}
     bool asynchronous() const override { return true; }
     void attach(Endpoint *ep) override { core_->attach(ep); }
     void detach() override { core_->detach(); }
@@ -54,14 +54,14 @@ class ForwardingChannel : public Channel {
     void close(CloseKind kind) override { core_->close(kind); }
 
   protected:
-    std::unique_ptr<Core> core_;
+    std::unique_ptr<Connection> core_;
 };
 
 // An asynchronous transport that speaks iWARP's Terminate for faults (shm, TCP).
-template <class Core>
-class IwarpChannel : public ForwardingChannel<Core> {
+template <class Connection>
+class IwarpChannel : public ForwardingChannel<Connection> {
   public:
-    using ForwardingChannel<Core>::ForwardingChannel;
+    using ForwardingChannel<Connection>::ForwardingChannel;
     size_t fault_message(const FaultReport &f,
                          std::span<uint8_t, kFaultMessageMax> out) const override {
         return iwarp::terminate_message(f, out);

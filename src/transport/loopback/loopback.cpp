@@ -17,7 +17,7 @@ namespace {
 
 using base::Gate;
 
-struct Link {
+struct LoopbackPair {
     struct End {
         std::atomic<Endpoint *> ep{nullptr};
         Gate gate;  // callers into this end's endpoint; shut on detach
@@ -37,7 +37,7 @@ int g_next = kHandleBase;
 // Enters the peer end and finds its endpoint; nullptr when the peer is gone.
 class PeerCall {
   public:
-    PeerCall(Link &l, int peer) : end_(l.ends[peer]) {
+    PeerCall(LoopbackPair &l, int peer) : end_(l.ends[peer]) {
         in_ = end_.gate.try_enter();
         if (in_) ep_ = end_.ep.load(std::memory_order_acquire);
     }
@@ -47,14 +47,15 @@ class PeerCall {
     Endpoint *ep() const { return ep_; }
 
   private:
-    Link::End &end_;
+    LoopbackPair::End &end_;
     bool in_ = false;
     Endpoint *ep_ = nullptr;
 };
 
 class LoopbackChannel final : public Channel {
   public:
-    LoopbackChannel(std::shared_ptr<Link> link, int side) : link_(std::move(link)), side_(side) {}
+    LoopbackChannel(std::shared_ptr<LoopbackPair> link, int side)
+        : link_(std::move(link)), side_(side) {}
     ~LoopbackChannel() override { detach(); }
 
     void attach(Endpoint *ep) override {
@@ -62,7 +63,7 @@ class LoopbackChannel final : public Channel {
     }
 
     void detach() override {
-        Link::End &me = link_->ends[side_];
+        LoopbackPair::End &me = link_->ends[side_];
         me.ep.store(nullptr, std::memory_order_release);
         me.gate.shut();  // waits for peer threads still inside our endpoint
     }
@@ -157,7 +158,7 @@ class LoopbackChannel final : public Channel {
         return RxStatus::fail(RemoteFault::UnexpectedOpcode);
     }
 
-    std::shared_ptr<Link> link_;
+    std::shared_ptr<LoopbackPair> link_;
     int side_;
 };
 
@@ -165,7 +166,8 @@ class LoopbackChannel final : public Channel {
 // (if a QP owns that one, it sees the close).
 class UnclaimedEnd final : public llp::UnclaimedStream {
   public:
-    UnclaimedEnd(std::shared_ptr<Link> link, int side) : link_(std::move(link)), side_(side) {}
+    UnclaimedEnd(std::shared_ptr<LoopbackPair> link, int side)
+        : link_(std::move(link)), side_(side) {}
     ~UnclaimedEnd() override {
         if (link_) link_->closed.store(true, std::memory_order_release);
     }
@@ -174,7 +176,7 @@ class UnclaimedEnd final : public llp::UnclaimedStream {
     }
 
   private:
-    std::shared_ptr<Link> link_;
+    std::shared_ptr<LoopbackPair> link_;
     int side_;
 };
 
@@ -184,7 +186,7 @@ void ensure_registered() {}
 
 ri_api_return_t make_pair(ri_llp_stream_handle_t &a, ri_llp_stream_handle_t &b) {
     ensure_registered();
-    auto link = std::make_shared<Link>();
+    auto link = std::make_shared<LoopbackPair>();
     {
         std::lock_guard lk(g_mu);
         if (g_next > INT32_MAX - 2) return RI_RET_RESOURCE_SHORTAGE;

@@ -88,7 +88,7 @@ class Producer {
         sync_release(key_);
         store_release(h->stamp, prod_ + 1);
         prod_ += k;
-        // For the progress context's stall check (Core::peer_stalled): a count, no data
+        // For the progress context's stall check (ShmConnection::peer_stalled): a count, no data
         // is read through it, so relaxed.
         published_.store(prod_, std::memory_order_relaxed);
     }

@@ -14,7 +14,7 @@ namespace detail {
 // True when progress() has something it can act on now. It must not be true for work
 // that waits on the peer (a stalled ring head, a pull in flight, a full ring), or the
 // progress thread would spin instead of sleeping.
-bool Core::quick_check(uint32_t events) const {
+bool ShmConnection::quick_check(uint32_t events) const {
     if (events != 0 || work_.load(std::memory_order_acquire)) return true;
     // Consumption an inline pass left unpublished (see progress()).
     if (req_rx_.uncommitted() != 0 || resp_rx_.uncommitted() != 0) return true;
@@ -31,7 +31,7 @@ bool Core::quick_check(uint32_t events) const {
            (ctl_pending_.load(std::memory_order_acquire) != 0 && resp_tx_.space_returned());
 }
 
-void Core::progress(uint32_t events) {
+void ShmConnection::progress(uint32_t events) {
     if (!attached_.load(std::memory_order_acquire)) return;
     if (peer_stalled()) ring_stalled_peer();
     // An application polling its CQ again, while the peer places its writes itself. Not
@@ -125,7 +125,7 @@ void Core::progress(uint32_t events) {
     report_ready();
 }
 
-void Core::stream_end(CloseKind kind) {
+void ShmConnection::stream_end(CloseKind kind) {
     closed_.store(true, std::memory_order_release);
     rx_open_.store(false, std::memory_order_release);
     revoke_grants();  // what we granted the peer ends with delivery
@@ -142,7 +142,7 @@ void Core::stream_end(CloseKind kind) {
     }
 }
 
-void Core::report_ready() {
+void ShmConnection::report_ready() {
     // Nothing was queued for a report (every queued record counts in unreported_ before it
     // is visible in ops_): skip the endpoint gate and the lock, which every progress pass
     // with work used to pay.
@@ -161,7 +161,7 @@ void Core::report_ready() {
     }
 }
 
-bool Core::arm_wakeup() {
+bool ShmConnection::arm_wakeup() {
     if (!attached_.load(std::memory_order_acquire)) return false;
     // The sleeper's half of the pair in notify_peer(): announce, then re-check. Anything a
     // producer published before its RMW on need_wake is visible to the checks below.
@@ -172,7 +172,7 @@ bool Core::arm_wakeup() {
 
 // ------------------------------------------------------------------------ engine calls
 
-void Core::terminate(const FaultReport &f) {
+void ShmConnection::terminate(const FaultReport &f) {
     rx_open_.store(false, std::memory_order_release);
     revoke_grants();  // what we granted the peer ends with delivery
     closed_.store(true, std::memory_order_release);
@@ -185,7 +185,7 @@ void Core::terminate(const FaultReport &f) {
     wake();
 }
 
-void Core::close(CloseKind kind) {
+void ShmConnection::close(CloseKind kind) {
     rx_open_.store(false, std::memory_order_release);
     revoke_grants();  // what we granted the peer ends with delivery
     closed_.store(true, std::memory_order_release);
@@ -205,7 +205,7 @@ void Core::close(CloseKind kind) {
     wake();
 }
 
-void Core::detach() {
+void ShmConnection::detach() {
     detached_.store(true, std::memory_order_release);
     rx_open_.store(false, std::memory_order_release);
     revoke_grants();  // what we granted the peer ends with delivery
@@ -214,7 +214,7 @@ void Core::detach() {
     // Endpoint calls are short (one copy at most). Our own progress pass may be the caller,
     // from inside the gate: it cannot wait for itself.
     if (ProgressEngine::current() != this) ep_gate_.wait_users();
-    std::deque<OpRec> left;
+    std::deque<ShmOp> left;
     {
         std::lock_guard lk(mu_);
         left.swap(ops_);
@@ -223,7 +223,7 @@ void Core::detach() {
     }
     if (ep_) {
         if (cur_.active || cur_.recv_open) release_target();
-        for (OpRec &o : left)
+        for (ShmOp &o : left)
             ep_->tx_complete(o.ready ? o.result : OpResult{OpOutcome::Disconnected, {}});
     }
     wake();
@@ -233,7 +233,7 @@ namespace {
 
 // ---------------------------------------------------------------------------- channel
 
-class ShmChannel final : public IwarpChannel<Core> {
+class ShmChannel final : public IwarpChannel<ShmConnection> {
   public:
     using IwarpChannel::IwarpChannel;
     ~ShmChannel() override {
@@ -255,7 +255,7 @@ class UnclaimedLink final : public llp::UnclaimedStream {
         // handle is consumed; the link closes here and the peer sees the socket close).
         if (link_->hello.pending) send_hello_now(*link_);
         if (!link_->mine.get()) return nullptr;
-        auto core = std::make_unique<Core>(std::move(link_), pe);
+        auto core = std::make_unique<ShmConnection>(std::move(link_), pe);
         if (!core->ok()) return nullptr;  // the handle is consumed; the link closes with it
         return std::make_unique<ShmChannel>(std::move(core));
     }

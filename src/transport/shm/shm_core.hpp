@@ -106,13 +106,14 @@ inline void place_last_byte_last(std::byte *dst, const void *src, size_t len) {
 constexpr size_t kCtlCap = 64;
 constexpr size_t kCtlRoomForReq = 16;  // the req ring is consumed only with this much room
 constexpr uint32_t kNoChunk = ~0u;
-// Consumed slots an inline poller may leave unpublished for its next pass (Core::progress):
-// a quarter of each ring, so a streaming producer always has room while we catch up.
+// Consumed slots an inline poller may leave unpublished for its next pass
+// (ShmConnection::progress): a quarter of each ring, so a streaming producer always has room while
+// we catch up.
 constexpr uint64_t kLazyReqSlots = L::kReqSlots / 4;
 constexpr uint64_t kLazyRespSlots = L::kRespSlots / 4;
 constexpr size_t kCmaStage = L::kBounceChunks * L::kBounceChunk;
 // How long entries we gave the peer may sit unconsumed before we ring its doorbell anyway
-// (Core::peer_stalled). A peer that polls consumes within a microsecond; one whose thread
+// (ShmConnection::peer_stalled). A peer that polls consumes within a microsecond; one whose thread
 // sleeps armed was rung at once. 5 us rather than 30: a dtest -W ping-pong (both sides
 // polling memory, the peer's thread parked) paid this once per trip (8 B one-way 15-60 us
 // at 30 us, 12-19 us at 5 us); a doorbell is one non-blocking send() per stall.
@@ -187,8 +188,8 @@ inline void gather(const IoSpan *spans, uint32_t n, uint64_t off, std::byte *dst
 // --------------------------------------------------------------------------- records
 
 // What a request entry says about an operation, beside its gather list and sequence
-// number: kept in a queued OpRec, or made from the poster's OutboundOp on the inline fast
-// path (submit_now), which used to copy it into a zeroed OpRec first.
+// number: kept in a queued ShmOp, or made from the poster's OutboundOp on the inline fast
+// path (submit_now), which used to copy it into a zeroed ShmOp first.
 struct EntryFields {
     OpKind kind = OpKind::Send;
     bool solicited = false;
@@ -216,7 +217,7 @@ inline EntryFields fields_of(const OutboundOp &op, bool inline_data) {
 
 // One outstanding operation at the initiator (submission order). The engine keeps the
 // local memory pinned until tx_complete.
-struct OpRec : EntryFields {
+struct ShmOp : EntryFields {
     uint32_t seq = 0;
     bool sent = false;
     bool ready = false;
@@ -271,14 +272,15 @@ struct TargetOp {
 enum class ChunkUse : uint8_t { Free, Pull, Push };
 
 // Cores that have given their peer placement grants; a revocation walks them.
-class Core;
+class ShmConnection;
 extern std::mutex g_grant_mu;
-extern std::vector<Core *> g_granting;  // guarded by g_grant_mu
+extern std::vector<ShmConnection *> g_granting;  // guarded by g_grant_mu
 void revoke_all_grants();
 
-class Core final : public ProgressSource {
+class ShmConnection final : public ProgressSource {
   public:
-    Core(std::unique_ptr<Link> link, ProgressEngine &pe) : link_(std::move(link)), pe_(pe) {
+    ShmConnection(std::unique_ptr<Link> link, ProgressEngine &pe)
+        : link_(std::move(link)), pe_(pe) {
         me_ = link_->mine.header();
         peer_ = link_->peer.header();
         std::byte *m = link_->mine.get();
@@ -295,7 +297,7 @@ class Core final : public ProgressSource {
         peer_bounce_ = p + L::kBounceOff;
         token_ = pe_.add(this, /*memory_polled=*/true);
     }
-    ~Core() override {
+    ~ShmConnection() override {
         leave_grants();
         if (token_.valid()) pe_.remove(token_);
         std::atomic_ref<uint32_t>(me_->need_wake).store(0, std::memory_order_relaxed);
@@ -364,7 +366,7 @@ class Core final : public ProgressSource {
     bool flush_unsent_locked();
     OpResult finish_now_locked(OpResult r);
     void fail_all_locked(OpResult first);
-    OpRec *find_locked(uint32_t seq);
+    ShmOp *find_locked(uint32_t seq);
     // control
     bool push_ctl(const Ctl &c);
     bool flush_ctl_locked();
@@ -410,7 +412,7 @@ class Core final : public ProgressSource {
     Producer req_tx_;
     // Guarded by mu_.
     std::mutex mu_;
-    std::deque<OpRec> ops_;
+    std::deque<ShmOp> ops_;
     uint32_t next_seq_ = 1;
     uint32_t reporting_ = 0;
     std::atomic<uint32_t> unsent_{0};      // records not yet in the peer's ring

@@ -6,7 +6,7 @@
 namespace softrnic::transport::shm::detail {
 
 std::mutex g_grant_mu;
-std::vector<Core *> g_granting;  // guarded by g_grant_mu
+std::vector<ShmConnection *> g_granting;  // guarded by g_grant_mu
 
 // ------------------------------------------------------------------ placement grants
 
@@ -38,7 +38,7 @@ bool read_grant(L::Grant &g, GrantCopy &out) {
 // ordered after them, as on the ring: an earlier Send with Invalidate, say), and the peer
 // granted a range of that STag that holds the whole write. False: use the ring (which
 // also reports any error: the target validates again there).
-bool Core::try_direct_write(const OutboundOp &op) {
+bool ShmConnection::try_direct_write(const OutboundOp &op) {
     if (op.kind != OpKind::RdmaWrite || op.length == 0 || op.length > kDirectMax || !link_->cma ||
         no_direct_ || op.local.size() > L::kMaxIov || !direct_writes_enabled())
         return false;
@@ -109,7 +109,7 @@ bool Core::try_direct_write(const OutboundOp &op) {
 // validates the STag (rx_tagged_acquire): a revocation after this read voids the grant;
 // one before it was also before the validation, which therefore saw the change. Joining
 // g_granting first makes every later revocation reach us.
-uint64_t Core::grant_generation() {
+uint64_t ShmConnection::grant_generation() {
     if (!granting_) {
         std::lock_guard lk(g_grant_mu);
         g_granting.push_back(this);
@@ -120,7 +120,7 @@ uint64_t Core::grant_generation() {
 
 // Publishes the whole range of the STag `ref` pins, as validated for this connection,
 // under generation `gen` (see grant_generation).
-void Core::grant(uint32_t stag, void *ref, uint64_t gen) {
+void ShmConnection::grant(uint32_t stag, void *ref, uint64_t gen) {
     for (const GrantMemo &m : grant_memo_)
         if (m.stag == stag && m.gen == gen) return;  // already there
     // A stream closed after `gen` was read bumped it when it closed (revoke_grants), and
@@ -156,7 +156,7 @@ void Core::grant(uint32_t stag, void *ref, uint64_t gen) {
     grant_memo_[i] = {stag, gen};
 }
 
-void Core::set_hint(uint32_t v) {
+void ShmConnection::set_hint(uint32_t v) {
     idle_polls_ = 0;
     if (v == hint_) return;
     hint_ = v;
@@ -168,7 +168,7 @@ void Core::set_hint(uint32_t v) {
 // pidfd; grants are given only where there is one) ends the wait otherwise. A live peer's
 // write is one system call; one stopped between its announcement and its write (SIGSTOP,
 // a debugger) holds the revocation until it runs again, as a DMA in flight holds a NIC's.
-void Core::revoke_grants() {
+void ShmConnection::revoke_grants() {
     std::atomic_ref<uint64_t>(me_->grant_gen).fetch_add(1, std::memory_order_seq_cst);
     std::atomic_ref<uint32_t> inflight(me_->direct_inflight);
     for (uint32_t spins = 0; inflight.load(std::memory_order_seq_cst) != 0; ++spins) {
@@ -184,7 +184,7 @@ void Core::revoke_grants() {
     }
 }
 
-void Core::leave_grants() {
+void ShmConnection::leave_grants() {
     std::lock_guard lk(g_grant_mu);
     if (!granting_) return;
     revoke_grants();
@@ -197,7 +197,7 @@ void Core::leave_grants() {
 // before calling (g_grant_mu orders the two).
 void revoke_all_grants() {
     std::lock_guard lk(g_grant_mu);
-    for (Core *c : g_granting)
+    for (ShmConnection *c : g_granting)
         c->revoke_grants();
 }
 

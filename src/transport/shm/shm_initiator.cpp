@@ -6,7 +6,7 @@ namespace softrnic::transport::shm::detail {
 
 // ----------------------------------------------------------------------------- tx side
 
-void Core::notify_peer() {
+void ShmConnection::notify_peer() {
     // Dekker pair with arm_wakeup(), through RMWs on the sleeper's need_wake (no fences:
     // an RMW reads the latest value in the word's modification order). If the sleeper's
     // exchange(1) came first, ours reads 1 and we ring; if ours came first, the sleeper's
@@ -36,7 +36,7 @@ void Core::notify_peer() {
 // kept a copy of the peer's index line here, which the peer's next store of that index
 // had to take back across cores, on the peer's path to its reply.) The progress thread
 // reads both on every call.
-bool Core::peer_stalled() {
+bool ShmConnection::peer_stalled() {
     uint64_t req = req_tx_.published(), resp = resp_tx_.published();
     if (req <= seen_req_cons_ && resp <= seen_resp_cons_) {
         stall_since_ns_ = 0;
@@ -66,7 +66,7 @@ bool Core::peer_stalled() {
     return true;
 }
 
-void Core::ring_stalled_peer() {
+void ShmConnection::ring_stalled_peer() {
     char b = 0;
     // Non-blocking: a full socket buffer means a wake-up is already pending there.
     [[maybe_unused]] ssize_t r = ::send(link_->sock, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -74,8 +74,8 @@ void Core::ring_stalled_peer() {
     counters().stall_doorbells.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool Core::emit_request(const EntryFields &r, std::span<const IoSpan> local, uint32_t seq,
-                        bool &broken) {
+bool ShmConnection::emit_request(const EntryFields &r, std::span<const IoSpan> local, uint32_t seq,
+                                 bool &broken) {
     L::Type type;
     uint8_t flags = r.solicited ? L::kFlagSolicited : 0;
     uint32_t payload = 0;
@@ -145,10 +145,10 @@ bool Core::emit_request(const EntryFields &r, std::span<const IoSpan> local, uin
     return true;
 }
 
-OpResult Core::finish_now_locked(OpResult r) {
+OpResult ShmConnection::finish_now_locked(OpResult r) {
     // In order: immediate only when nothing older is outstanding or being reported.
     if (ops_.empty() && reporting_ == 0) return r;
-    OpRec &rec = ops_.emplace_back();
+    ShmOp &rec = ops_.emplace_back();
     rec.seq = next_seq_++;
     rec.sent = true;
     rec.ready = true;
@@ -167,7 +167,7 @@ bool is_small_inline(const OutboundOp &op) {
 }
 }  // namespace
 
-bool Core::submit_now(const OutboundOp &op, OpResult &out) {
+bool ShmConnection::submit_now(const OutboundOp &op, OpResult &out) {
     // A small Send or Write with nothing outstanding goes straight into the peer's ring
     // and completes now. unsent_ == 0 also means nobody else produces into the req ring
     // (the last flush released it to us).
@@ -189,7 +189,7 @@ bool Core::submit_now(const OutboundOp &op, OpResult &out) {
     return false;  // no room in the ring (or it broke): the queued path sorts it out
 }
 
-OpResult Core::submit(const OutboundOp &op) {
+OpResult ShmConnection::submit(const OutboundOp &op) {
     bool small = is_small_inline(op);
     bool fits = op.local.size() <= L::kMaxIov;
     if (OpResult now; submit_now(op, now)) return now;
@@ -203,7 +203,7 @@ OpResult Core::submit(const OutboundOp &op) {
     if (closed_.load(std::memory_order_acquire) || detached_.load(std::memory_order_acquire))
         return finish_now_locked({OpOutcome::Disconnected, {}});
     if (!fits) return finish_now_locked({OpOutcome::Terminated, RemoteFault::UnexpectedOpcode});
-    OpRec &rec = ops_.emplace_back();
+    ShmOp &rec = ops_.emplace_back();
     static_cast<EntryFields &>(rec) = fields_of(op, small);
     rec.seq = next_seq_++;
     std::copy(op.local.begin(), op.local.end(), rec.local.begin());
@@ -219,7 +219,7 @@ OpResult Core::submit(const OutboundOp &op) {
     return {OpOutcome::Pending, {}};
 }
 
-bool Core::flush_unsent_locked() {
+bool ShmConnection::flush_unsent_locked() {
     if (unsent_.load(std::memory_order_relaxed) == 0) return false;
     bool broken = false;
     bool emitted = false;
@@ -228,7 +228,7 @@ bool Core::flush_unsent_locked() {
     while (it != ops_.end() && it->sent)
         ++it;
     for (; it != ops_.end() && unsent_.load(std::memory_order_relaxed) != 0; ++it) {
-        OpRec &r = *it;
+        ShmOp &r = *it;
         if (r.sent || r.ready) continue;
         if (closed_.load(std::memory_order_acquire)) break;
         if (!emit_request(r, {r.local.data(), r.nlocal}, r.seq, broken)) break;
@@ -250,9 +250,9 @@ bool Core::flush_unsent_locked() {
     return emitted;
 }
 
-void Core::fail_all_locked(OpResult first) {
+void ShmConnection::fail_all_locked(OpResult first) {
     bool is_first = true;
-    for (OpRec &o : ops_) {
+    for (ShmOp &o : ops_) {
         if (o.ready) continue;
         o.ready = true;
         o.result = is_first ? first : OpResult{OpOutcome::Disconnected, {}};
@@ -262,17 +262,18 @@ void Core::fail_all_locked(OpResult first) {
     work_.store(true, std::memory_order_release);
 }
 
-OpRec *Core::find_locked(uint32_t seq) {
+ShmOp *ShmConnection::find_locked(uint32_t seq) {
     if (ops_.empty()) return nullptr;
     uint32_t d = seq - ops_.front().seq;  // sequence numbers are consecutive (mod 2^32)
     if (d >= ops_.size()) return nullptr;
-    OpRec &r = ops_[d];
+    ShmOp &r = ops_[d];
     return r.seq == seq && r.sent && !r.ready ? &r : nullptr;
 }
 
 // --------------------------------------------------------------------------- control
 
-bool Core::emit_direct_locked(L::Type type, uint32_t seq, const std::byte *data, uint32_t len) {
+bool ShmConnection::emit_direct_locked(L::Type type, uint32_t seq, const std::byte *data,
+                                       uint32_t len) {
     uint32_t k = L::slots_for(len);
     bool broken = false;
     L::EntryHdr *e = resp_tx_.reserve(k, broken);
@@ -289,7 +290,7 @@ bool Core::emit_direct_locked(L::Type type, uint32_t seq, const std::byte *data,
     return true;
 }
 
-bool Core::flush_ctl_locked() {
+bool ShmConnection::flush_ctl_locked() {
     bool any = false;
     while (ctl_n_ > 0) {
         const Ctl &c = ctl_[ctl_head_];
@@ -315,7 +316,7 @@ bool Core::flush_ctl_locked() {
     return any;
 }
 
-bool Core::push_ctl(const Ctl &c) {
+bool ShmConnection::push_ctl(const Ctl &c) {
     std::lock_guard lk(ctl_mu_);
     if (close_sent_) return false;        // nothing follows a Close or Terminate
     if (ctl_n_ == kCtlCap) return false;  // cannot happen: consumption is gated on room
@@ -328,13 +329,13 @@ bool Core::push_ctl(const Ctl &c) {
 
 // ---------------------------------------------------------------------- initiator side
 
-bool Core::handle_resp(const L::EntryHdr &h, const std::byte *payload) {
+bool ShmConnection::handle_resp(const L::EntryHdr &h, const std::byte *payload) {
     switch (h.type) {
         case L::Type::Ack:
         case L::Type::ReadRespInline:
         case L::Type::AtomicResp: {
             std::lock_guard lk(mu_);
-            OpRec *r = find_locked(h.seq);
+            ShmOp *r = find_locked(h.seq);
             if (!r) return false;
             if (h.type == L::Type::Ack) {
                 if (r->inline_data || r->kind == OpKind::FetchAdd || r->kind == OpKind::CompareSwap)
@@ -352,7 +353,7 @@ bool Core::handle_resp(const L::EntryHdr &h, const std::byte *payload) {
             return true;
         }
         case L::Type::Pull: {
-            OpRec *r;
+            ShmOp *r;
             {
                 std::lock_guard lk(mu_);
                 r = find_locked(h.seq);
@@ -377,7 +378,7 @@ bool Core::handle_resp(const L::EntryHdr &h, const std::byte *payload) {
             return true;
         }
         case L::Type::ReadChunk: {
-            OpRec *r;
+            ShmOp *r;
             {
                 std::lock_guard lk(mu_);
                 r = find_locked(h.seq);
@@ -462,7 +463,7 @@ bool Core::handle_resp(const L::EntryHdr &h, const std::byte *payload) {
     }
 }
 
-bool Core::process_resp() {
+bool ShmConnection::process_resp() {
     bool any = false;
     while (rx_open_.load(std::memory_order_acquire) && !peer_close_seen_) {
         L::EntryHdr h;

@@ -6,8 +6,8 @@ namespace softrnic::transport::shm::detail {
 
 // ------------------------------------------------------------------------ rx helpers
 
-bool Core::parse_iovs(const L::EntryHdr &h, const std::byte *payload, uint64_t total,
-                      std::array<iovec, L::kMaxIov> &out, uint32_t &n) {
+bool ShmConnection::parse_iovs(const L::EntryHdr &h, const std::byte *payload, uint64_t total,
+                               std::array<iovec, L::kMaxIov> &out, uint32_t &n) {
     if (h.len % sizeof(L::Iov) != 0 || h.len / sizeof(L::Iov) > L::kMaxIov) return false;
     n = h.len / sizeof(L::Iov);
     uint64_t sum = 0;
@@ -24,7 +24,7 @@ bool Core::parse_iovs(const L::EntryHdr &h, const std::byte *payload, uint64_t t
 
 // The engine refused an arrival (it raised its event and moved to Terminate): send the
 // Terminate it describes and stop delivering.
-void Core::target_failed(const RxStatus &st, uint32_t stag, uint64_t to) {
+void ShmConnection::target_failed(const RxStatus &st, uint32_t stag, uint64_t to) {
     rx_open_.store(false, std::memory_order_release);
     revoke_grants();  // what we granted the peer ends with delivery
     closed_.store(true, std::memory_order_release);
@@ -36,7 +36,7 @@ void Core::target_failed(const RxStatus &st, uint32_t stag, uint64_t to) {
 }
 
 // The peer's entries make no sense: a stream error, as TCP reports a framing error.
-void Core::protocol_error() {
+void ShmConnection::protocol_error() {
     if (!rx_open_.exchange(false, std::memory_order_acq_rel)) return;
     revoke_grants();
     closed_.store(true, std::memory_order_release);
@@ -55,14 +55,14 @@ void Core::protocol_error() {
 
 // A cross-memory copy failed: the peer process is gone (ESRCH) or lied about its memory.
 // Either way the connection cannot continue.
-void Core::cma_failed() {
+void ShmConnection::cma_failed() {
     peer_gone_.store(true, std::memory_order_release);
     ::shutdown(link_->sock, SHUT_RDWR);
 }
 
 // ------------------------------------------------------------------------- target side
 
-void Core::release_target() {
+void ShmConnection::release_target() {
     if (cur_.ref) ep_->rx_tagged_release(cur_.ref);
     cur_.ref = nullptr;
     if (cur_.recv_open) ep_->rx_recv_abort(cur_.recv, RI_WC_STATUS_WR_FLUSHED_ERROR);
@@ -70,7 +70,7 @@ void Core::release_target() {
     cur_.active = false;
 }
 
-void Core::finish_target() {
+void ShmConnection::finish_target() {
     // Pull path: every byte is placed.
     TargetOp &t = cur_;
     bool se = t.flags & L::kFlagSolicited;
@@ -98,7 +98,7 @@ void Core::finish_target() {
 }
 
 // Without CMA: keeps up to kBounceChunks chunks moving for the current request.
-void Core::pump_target() {
+void ShmConnection::pump_target() {
     TargetOp &t = cur_;
     if (!t.active) return;
     bool push = t.type == L::Type::ReadReq;
@@ -142,7 +142,7 @@ void Core::pump_target() {
     }
 }
 
-bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
+bool ShmConnection::handle_req(const L::EntryHdr &h, const std::byte *payload) {
     bool se = h.flags & L::kFlagSolicited;
     std::array<iovec, L::kMaxIov> iov;
     uint32_t niov = 0;
@@ -363,7 +363,7 @@ bool Core::handle_req(const L::EntryHdr &h, const std::byte *payload) {
     }
 }
 
-bool Core::process_req() {
+bool ShmConnection::process_req() {
     bool any = false;
     req_stalled_ = false;
     while (rx_open_.load(std::memory_order_acquire) && !cur_.active) {

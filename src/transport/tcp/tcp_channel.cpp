@@ -7,7 +7,7 @@ namespace softrnic::transport::tcp {
 
 namespace detail {
 
-void Core::close_fd_locked(bool abortive) {
+void TcpConnection::close_fd_locked(bool abortive) {
     if (fd_ < 0) return;
     if (abortive) {
         linger lg{1, 0};
@@ -23,13 +23,13 @@ void Core::close_fd_locked(bool abortive) {
     queued_bytes_ = 0;
 }
 
-void Core::terminate(const FaultReport &f) {
+void TcpConnection::terminate(const FaultReport &f) {
     std::lock_guard lk(mu_);
     queue_terminate_locked(iwarp::terminate_code(f), {}, false);
     wake();
 }
 
-void Core::close(CloseKind kind) {
+void TcpConnection::close(CloseKind kind) {
     std::lock_guard lk(mu_);
     local_closed_ = true;
     rx_open_.store(false, std::memory_order_release);
@@ -53,7 +53,7 @@ void Core::close(CloseKind kind) {
     wake();
 }
 
-void Core::detach() {
+void TcpConnection::detach() {
     detached_.store(true, std::memory_order_seq_cst);
     rx_open_.store(false, std::memory_order_release);
     if (ProgressEngine::current() != this) {
@@ -62,7 +62,7 @@ void Core::detach() {
         while (in_ep_.load(std::memory_order_acquire) != 0)
             std::this_thread::yield();
     }
-    std::deque<OpRec> left;
+    std::deque<TcpOp> left;
     std::vector<void *> refs;
     {
         std::lock_guard lk(mu_);
@@ -84,7 +84,7 @@ void Core::detach() {
             ep_->rx_recv_abort(recv_, RI_WC_STATUS_WR_FLUSHED_ERROR);
             recv_open_ = false;
         }
-        for (OpRec &o : left)
+        for (TcpOp &o : left)
             ep_->tx_complete(o.ready ? o.result : OpResult{OpOutcome::Disconnected, {}});
     }
     wake();
@@ -94,7 +94,7 @@ namespace {
 
 // ---------------------------------------------------------------------------- channel
 
-class TcpChannel final : public IwarpChannel<Core> {
+class TcpChannel final : public IwarpChannel<TcpConnection> {
   public:
     using IwarpChannel::IwarpChannel;
     ~TcpChannel() override { core_->shutdown_owner(); }
@@ -112,7 +112,7 @@ class UnclaimedSocket final : public llp::UnclaimedStream {
     }
     std::unique_ptr<Channel> claim(ri_llp_stream_handle_t h, ProgressEngine &pe) override {
         const int fd = std::exchange(fd_, -1);  // the channel owns it now
-        auto core = std::make_unique<Core>(h, p_, pe);
+        auto core = std::make_unique<TcpConnection>(h, p_, pe);
         if (!core->ok()) {
             // Nothing claimed it: the handle is consumed but the fd stays the caller's.
             core->disown_fd();
@@ -156,7 +156,7 @@ bool UnclaimedSocket::send_deferred(ri_llp_stream_handle_t h, uint64_t key) {
 
 }  // namespace detail
 
-using detail::Core;
+using detail::TcpConnection;
 using detail::UnclaimedSocket;
 
 void ensure_registered() {}

@@ -33,7 +33,7 @@
 
 // Design notes
 //
-// Ordering. Every outbound operation gets an OpRec in `ops_` (submission order). A
+// Ordering. Every outbound operation gets an TcpOp in `ops_` (submission order). A
 // Send/Write record becomes ready once the last byte of its last FPDU went to the kernel;
 // a Read when its last Read Response segment has been placed. Only the head of `ops_` is
 // ever reported, so a later send stays behind an earlier read. Reports are made by the
@@ -113,7 +113,7 @@ inline size_t encode_term(w::TermCode code, std::span<const uint8_t> offending, 
     return n;
 }
 
-struct OpRec {
+struct TcpOp {
     bool ready = false;
     OpResult result{};
     // RDMA Read sink.
@@ -141,8 +141,8 @@ struct TxMsg {
     w::Segmenter seg;
     uint32_t piece = 0;
     uint64_t piece_off = 0;
-    OpRec *op = nullptr;       // send/write: ready when fully written
-    OpRec *read_op = nullptr;  // Read Request: joins the outstanding reads when sent
+    TcpOp *op = nullptr;       // send/write: ready when fully written
+    TcpOp *read_op = nullptr;  // Read Request: joins the outstanding reads when sent
     void *release_ref = nullptr;
     bool read_resp = false;
     bool terminate = false;
@@ -155,7 +155,7 @@ struct Fpdu {
     std::vector<uint8_t> owned;  // set once detached from user memory
     size_t total = 0;
     size_t done = 0;
-    OpRec *op = nullptr;
+    TcpOp *op = nullptr;
     void *release_ref = nullptr;
     bool read_resp = false;
     bool terminate = false;
@@ -186,12 +186,12 @@ struct Fpdu {
 
 enum class TxState : uint8_t { Open, Closing, Dead };
 
-// Progress context: Core::progress(), run by the RNIC instance's ProgressEngine on its
+// Progress context: TcpConnection::progress(), run by the RNIC instance's ProgressEngine on its
 // thread or on a consumer's thread polling a CQ, never two at a time. Everything marked
 // "progress only" below is touched only there (or by detach() once progress stopped).
-class Core final : public ProgressSource {
+class TcpConnection final : public ProgressSource {
   public:
-    Core(int fd, const StreamParams &p, ProgressEngine &pe) : fd_(fd), p_(p), pe_(pe) {
+    TcpConnection(int fd, const StreamParams &p, ProgressEngine &pe) : fd_(fd), p_(p), pe_(pe) {
         crc_ = p.crc;
         uint32_t rx_cap = p.mulpdu_rx_cap ? std::min<uint32_t>(p.mulpdu_rx_cap, 0xFFFF) : 0xFFFF;
         dec_ = std::make_unique<w::FpduDecoder>(w::FpduDecoderConfig{p.crc, rx_cap});
@@ -220,7 +220,7 @@ class Core final : public ProgressSource {
         token_ = pe_.add(this);
     }
 
-    ~Core() override {
+    ~TcpConnection() override {
         // Registered until here: no progress() runs after remove() returns.
         if (token_.valid()) pe_.remove(token_);
         if (fd_ >= 0) ::close(fd_);
@@ -281,8 +281,8 @@ class Core final : public ProgressSource {
     bool handle_segment(std::span<const uint8_t> ulpdu);
     // Arrivals after decoding and reassembly, one per RDMAP opcode (kRxByOpcode); inside
     // the endpoint gate. False: stop reading (the stream is over).
-    using RxHandler = bool (Core::*)(const w::Segment &s, std::span<const uint8_t> ulpdu,
-                                     const w::UntaggedReassembler::Result &rr);
+    using RxHandler = bool (TcpConnection::*)(const w::Segment &s, std::span<const uint8_t> ulpdu,
+                                              const w::UntaggedReassembler::Result &rr);
     static const RxHandler kRxByOpcode[16];
     bool rx_write(const w::Segment &s, std::span<const uint8_t> ulpdu,
                   const w::UntaggedReassembler::Result &rr);
@@ -350,8 +350,8 @@ class Core final : public ProgressSource {
     // Guarded by mu_. A plain mutex: the posting thread holds it for one non-blocking
     // sendmsg() at most, progress for queue bookkeeping.
     std::mutex mu_;
-    std::deque<OpRec> ops_;
-    std::deque<OpRec *> reads_;  // Read Requests on the wire, oldest first
+    std::deque<TcpOp> ops_;
+    std::deque<TcpOp *> reads_;  // Read Requests on the wire, oldest first
     uint32_t outstanding_reads_ = 0;
     uint32_t reporting_ = 0;
     std::deque<TxMsg> msgs_;

@@ -7,7 +7,7 @@ namespace softrnic::transport::tcp::detail {
 
 // ------------------------------------------------------------------------------ progress
 
-void Core::progress(uint32_t events) {
+void TcpConnection::progress(uint32_t events) {
     if (!attached_.load(std::memory_order_acquire)) return;
     bool readable = events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
     bool writable = events & EPOLLOUT;
@@ -30,7 +30,7 @@ void Core::progress(uint32_t events) {
     report_ready();
 }
 
-bool Core::do_read() {
+bool TcpConnection::do_read() {
     // One receive buffer per thread, not per connection: every byte of it is fed to the
     // decoder (which keeps partial FPDUs itself) before do_read returns, and a thousand
     // connections would otherwise hold 256 MiB.
@@ -74,7 +74,7 @@ bool Core::do_read() {
     return got;
 }
 
-void Core::on_stream_end(CloseKind kind) {
+void TcpConnection::on_stream_end(CloseKind kind) {
     bool tell;
     {
         std::lock_guard lk(mu_);
@@ -97,7 +97,7 @@ void Core::on_stream_end(CloseKind kind) {
 
 // The stream ended in the middle of an FPDU or message: the connection is lost (LLP
 // layer, "connection lost"), the QP goes to Error with its work flushed.
-void Core::stream_lost() {
+void TcpConnection::stream_lost() {
     constexpr w::TermCode kLost{2, 0, 0x01};
     bool tell;
     {
@@ -121,7 +121,7 @@ void Core::stream_lost() {
     }
 }
 
-void Core::abort_open_recv(ri_wc_status_t st) {
+void TcpConnection::abort_open_recv(ri_wc_status_t st) {
     if (!recv_open_) return;
     recv_open_ = false;
     if (recv_.wqe) ep_->rx_recv_abort(recv_, st);
@@ -129,7 +129,8 @@ void Core::abort_open_recv(ri_wc_status_t st) {
 
 // A violation the engine does not know about (framing, CRC, DDP/RDMAP sequencing): send
 // the Terminate and tell the engine the stream is gone. Called inside the endpoint gate.
-void Core::protocol_error(w::TermCode code, std::span<const uint8_t> ulpdu, bool include_hdr) {
+void TcpConnection::protocol_error(w::TermCode code, std::span<const uint8_t> ulpdu,
+                                   bool include_hdr) {
     bool tell;
     {
         std::lock_guard lk(mu_);
@@ -153,7 +154,7 @@ void Core::protocol_error(w::TermCode code, std::span<const uint8_t> ulpdu, bool
 
 // The engine refused an arrival (RxStatus !ok): it already raised its event and moved to
 // Error; we send the Terminate it describes and close.
-void Core::engine_failed(const RxStatus &st, std::span<const uint8_t> ulpdu) {
+void TcpConnection::engine_failed(const RxStatus &st, std::span<const uint8_t> ulpdu) {
     recv_open_ = recv_open_ && recv_.wqe != nullptr;
     if (recv_open_ && enter_ep()) {
         abort_open_recv(RI_WC_STATUS_LOCAL_QP_CATASTROPHIC);
@@ -163,13 +164,13 @@ void Core::engine_failed(const RxStatus &st, std::span<const uint8_t> ulpdu) {
     queue_terminate_locked(iwarp::terminate_code({st.fault, st.op}), ulpdu, true);
 }
 
-bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
+bool TcpConnection::handle_segment(std::span<const uint8_t> ulpdu) {
     if (!enter_ep()) {
         rx_open_.store(false, std::memory_order_release);
         return false;
     }
     struct Leave {
-        Core *c;
+        TcpConnection *c;
         ~Leave() { c->leave_ep(); }
     } leave{this};
 
@@ -205,7 +206,8 @@ bool Core::handle_segment(std::span<const uint8_t> ulpdu) {
 
 // RFC 7306 Atomic Request at the responder: executed in arrival order (after the Read
 // Requests before it were queued), answered on queue 3. Inside the endpoint gate.
-bool Core::handle_atomic_request(const w::AtomicRequestBody &b, std::span<const uint8_t> ulpdu) {
+bool TcpConnection::handle_atomic_request(const w::AtomicRequestBody &b,
+                                          std::span<const uint8_t> ulpdu) {
     bool add = b.op == w::AtomicOp::FetchAdd;
     // Masked forms (RFC 7306 4.1/4.2) are not offered by the engine: only plain add and CAS.
     if ((add && b.add_swap_mask != 0) ||
@@ -246,7 +248,7 @@ bool Core::handle_atomic_request(const w::AtomicRequestBody &b, std::span<const 
     return true;
 }
 
-void Core::release_refs() {
+void TcpConnection::release_refs() {
     // Taken off the list only inside the gate: once detached, detach() releases them.
     if (!enter_ep()) return;
     {
@@ -259,7 +261,7 @@ void Core::release_refs() {
     leave_ep();
 }
 
-void Core::report_ready() {
+void TcpConnection::report_ready() {
     for (;;) {
         if (!enter_ep()) return;
         OpResult r;
@@ -274,28 +276,28 @@ void Core::report_ready() {
 }
 
 // Arrivals by RDMAP opcode (RFC 5040 4.2, RFC 7306): index = opcode.
-const Core::RxHandler Core::kRxByOpcode[16] = {
-    &Core::rx_write,            // RdmaWrite
-    &Core::rx_read_request,     // ReadRequest
-    &Core::rx_read_response,    // ReadResponse
-    &Core::rx_send,             // Send
-    &Core::rx_send,             // SendInvalidate
-    &Core::rx_send,             // SendSe
-    &Core::rx_send,             // SendSeInvalidate
-    &Core::rx_terminate,        // Terminate
-    &Core::rx_immediate,        // ImmediateData
-    &Core::rx_immediate,        // ImmediateDataSe
-    &Core::rx_atomic_request,   // AtomicRequest
-    &Core::rx_atomic_response,  // AtomicResponse
-    &Core::rx_unexpected,
-    &Core::rx_unexpected,
-    &Core::rx_unexpected,
-    &Core::rx_unexpected,
+const TcpConnection::RxHandler TcpConnection::kRxByOpcode[16] = {
+    &TcpConnection::rx_write,            // RdmaWrite
+    &TcpConnection::rx_read_request,     // ReadRequest
+    &TcpConnection::rx_read_response,    // ReadResponse
+    &TcpConnection::rx_send,             // Send
+    &TcpConnection::rx_send,             // SendInvalidate
+    &TcpConnection::rx_send,             // SendSe
+    &TcpConnection::rx_send,             // SendSeInvalidate
+    &TcpConnection::rx_terminate,        // Terminate
+    &TcpConnection::rx_immediate,        // ImmediateData
+    &TcpConnection::rx_immediate,        // ImmediateDataSe
+    &TcpConnection::rx_atomic_request,   // AtomicRequest
+    &TcpConnection::rx_atomic_response,  // AtomicResponse
+    &TcpConnection::rx_unexpected,
+    &TcpConnection::rx_unexpected,
+    &TcpConnection::rx_unexpected,
+    &TcpConnection::rx_unexpected,
 };
 
 // RdmaWrite (RDMAP opcode)
-bool Core::rx_write(const w::Segment &s, std::span<const uint8_t> ulpdu,
-                    const w::UntaggedReassembler::Result & /*rr*/) {
+bool TcpConnection::rx_write(const w::Segment &s, std::span<const uint8_t> ulpdu,
+                             const w::UntaggedReassembler::Result & /*rr*/) {
     const auto *payload = reinterpret_cast<const std::byte *>(s.payload.data());
     if (last_write_done_) last_write_len_ = 0;
     last_write_len_ += s.payload.size();
@@ -319,8 +321,8 @@ bool Core::rx_write(const w::Segment &s, std::span<const uint8_t> ulpdu,
 }
 
 // Send, SendSe, SendInvalidate, SendSeInvalidate (RDMAP opcode)
-bool Core::rx_send(const w::Segment &s, std::span<const uint8_t> ulpdu,
-                   const w::UntaggedReassembler::Result &rr) {
+bool TcpConnection::rx_send(const w::Segment &s, std::span<const uint8_t> ulpdu,
+                            const w::UntaggedReassembler::Result &rr) {
     const auto *payload = reinterpret_cast<const std::byte *>(s.payload.data());
     if (rr.msg_offset == 0) {
         recv_ = {};
@@ -353,8 +355,8 @@ bool Core::rx_send(const w::Segment &s, std::span<const uint8_t> ulpdu,
 }
 
 // ReadRequest (RDMAP opcode)
-bool Core::rx_read_request(const w::Segment &s, std::span<const uint8_t> ulpdu,
-                           const w::UntaggedReassembler::Result & /*rr*/) {
+bool TcpConnection::rx_read_request(const w::Segment &s, std::span<const uint8_t> ulpdu,
+                                    const w::UntaggedReassembler::Result & /*rr*/) {
     const w::ReadRequestBody &b = s.read;
     bool over;
     {
@@ -402,10 +404,10 @@ bool Core::rx_read_request(const w::Segment &s, std::span<const uint8_t> ulpdu,
 }
 
 // ReadResponse (RDMAP opcode)
-bool Core::rx_read_response(const w::Segment &s, std::span<const uint8_t> ulpdu,
-                            const w::UntaggedReassembler::Result & /*rr*/) {
+bool TcpConnection::rx_read_response(const w::Segment &s, std::span<const uint8_t> ulpdu,
+                                     const w::UntaggedReassembler::Result & /*rr*/) {
     const auto *payload = reinterpret_cast<const std::byte *>(s.payload.data());
-    OpRec *rd = nullptr;
+    TcpOp *rd = nullptr;
     {
         std::lock_guard lk(mu_);
         if (!reads_.empty()) rd = reads_.front();
@@ -447,8 +449,8 @@ bool Core::rx_read_response(const w::Segment &s, std::span<const uint8_t> ulpdu,
 }
 
 // Terminate (RDMAP opcode)
-bool Core::rx_terminate(const w::Segment &s, std::span<const uint8_t> ulpdu,
-                        const w::UntaggedReassembler::Result & /*rr*/) {
+bool TcpConnection::rx_terminate(const w::Segment &s, std::span<const uint8_t> ulpdu,
+                                 const w::UntaggedReassembler::Result & /*rr*/) {
     const RemoteFault fault = iwarp::fault_of(s.term.code);
     bool had_op = false;
     {
@@ -456,7 +458,7 @@ bool Core::rx_terminate(const w::Segment &s, std::span<const uint8_t> ulpdu,
         local_closed_ = true;
         rx_open_.store(false, std::memory_order_release);
         drop_unwritten_locked();
-        for (OpRec &o : ops_)
+        for (TcpOp &o : ops_)
             had_op = had_op || !o.ready;
         // The oldest unfinished op is the one the peer failed (in-order stream).
         fail_all_locked({OpOutcome::Terminated, fault});
@@ -473,15 +475,15 @@ bool Core::rx_terminate(const w::Segment &s, std::span<const uint8_t> ulpdu,
 }
 
 // AtomicRequest (RDMAP opcode)
-bool Core::rx_atomic_request(const w::Segment &s, std::span<const uint8_t> ulpdu,
-                             const w::UntaggedReassembler::Result & /*rr*/) {
+bool TcpConnection::rx_atomic_request(const w::Segment &s, std::span<const uint8_t> ulpdu,
+                                      const w::UntaggedReassembler::Result & /*rr*/) {
     return handle_atomic_request(s.atomic_req, ulpdu);
 }
 
 // AtomicResponse (RDMAP opcode)
-bool Core::rx_atomic_response(const w::Segment &s, std::span<const uint8_t> ulpdu,
-                              const w::UntaggedReassembler::Result & /*rr*/) {
-    OpRec *at = nullptr;
+bool TcpConnection::rx_atomic_response(const w::Segment &s, std::span<const uint8_t> ulpdu,
+                                       const w::UntaggedReassembler::Result & /*rr*/) {
+    TcpOp *at = nullptr;
     {
         std::lock_guard lk(mu_);
         if (!reads_.empty()) at = reads_.front();
@@ -501,8 +503,8 @@ bool Core::rx_atomic_response(const w::Segment &s, std::span<const uint8_t> ulpd
 }
 
 // ImmediateData, ImmediateDataSe (RDMAP opcode)
-bool Core::rx_immediate(const w::Segment &s, std::span<const uint8_t> ulpdu,
-                        const w::UntaggedReassembler::Result & /*rr*/) {
+bool TcpConnection::rx_immediate(const w::Segment &s, std::span<const uint8_t> ulpdu,
+                                 const w::UntaggedReassembler::Result & /*rr*/) {
     // The 32-bit immediate of a Write with immediate travels in the low half.
     uint64_t len = last_write_done_ ? last_write_len_ : 0;
     last_write_len_ = 0;
@@ -517,8 +519,8 @@ bool Core::rx_immediate(const w::Segment &s, std::span<const uint8_t> ulpdu,
 }
 
 // Opcodes the decoder let through that nothing here handles.
-bool Core::rx_unexpected(const w::Segment & /*s*/, std::span<const uint8_t> ulpdu,
-                         const w::UntaggedReassembler::Result & /*rr*/) {
+bool TcpConnection::rx_unexpected(const w::Segment & /*s*/, std::span<const uint8_t> ulpdu,
+                                  const w::UntaggedReassembler::Result & /*rr*/) {
     protocol_error(w::term_code(w::Status::RdmapUnexpectedOpcode), ulpdu, false);
     return false;
 }

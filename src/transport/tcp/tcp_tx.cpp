@@ -6,12 +6,12 @@ namespace softrnic::transport::tcp::detail {
 
 // ------------------------------------------------------------------------------- tx side
 
-OpResult Core::submit(const OutboundOp &op) {
+OpResult TcpConnection::submit(const OutboundOp &op) {
     std::lock_guard lk(mu_);
     auto finish_now = [&](OpResult r) -> OpResult {
         // In order: immediate only when nothing older is outstanding or being reported.
         if (ops_.empty() && reporting_ == 0) return r;
-        OpRec &rec = ops_.emplace_back();
+        TcpOp &rec = ops_.emplace_back();
         rec.ready = true;
         rec.result = r;
         wake();
@@ -70,7 +70,7 @@ OpResult Core::submit(const OutboundOp &op) {
             }
             m.fixed = true;
             m.hdr_len = w::encode_atomic_request(h, b, m.hdr);
-            OpRec &rec = ops_.emplace_back();
+            TcpOp &rec = ops_.emplace_back();
             rec.atomic = true;
             rec.atomic_id = b.request_id;
             rec.atomic_result = op.atomic_result;
@@ -98,7 +98,7 @@ OpResult Core::submit(const OutboundOp &op) {
             b.src_to = op.remote_to;
             m.fixed = true;
             m.hdr_len = w::encode_read_request(h, b, m.hdr);
-            OpRec &rec = ops_.emplace_back();
+            TcpOp &rec = ops_.emplace_back();
             rec.nsink = m.nsrc;
             rec.sink = m.src;
             rec.length = op.length;
@@ -117,7 +117,7 @@ OpResult Core::submit(const OutboundOp &op) {
     if (w::Status s = check.start(m.first, m.length, mulpdu_); s != w::Status::Ok)
         return finish_now({OpOutcome::Terminated, iwarp::fault_of(w::term_code(s))});
     if (!w::is_tagged(m.first.opcode)) ++send_msn_;
-    OpRec &rec = ops_.emplace_back();
+    TcpOp &rec = ops_.emplace_back();
     if (op.kind == OpKind::RdmaWriteImmediate) {
         // The Write carries no completion; the Immediate Data message behind it does.
         msgs_.push_back(m);
@@ -148,7 +148,7 @@ OpResult Core::submit(const OutboundOp &op) {
 // reported ahead of it, goes to the kernel from here with no queue record. If the kernel
 // takes only part of it, the rest is copied (at most one FPDU) and written by progress, so
 // the op is still complete (its memory free) when this returns.
-bool Core::submit_now(const OutboundOp &op, OpResult &out) {
+bool TcpConnection::submit_now(const OutboundOp &op, OpResult &out) {
     bool send = op.kind == OpKind::Send || op.kind == OpKind::SendInvalidate;
     if ((!send && op.kind != OpKind::RdmaWrite) || op.local.size() > kMaxLocal ||
         op.length >= mulpdu_)
@@ -215,7 +215,7 @@ bool Core::submit_now(const OutboundOp &op, OpResult &out) {
     return true;
 }
 
-void Core::refill_locked() {
+void TcpConnection::refill_locked() {
     while (!msgs_.empty() && fpdus_.size() < kTxWindowFpdus && queued_bytes_ < kTxWindowBytes) {
         TxMsg &m = msgs_.front();
         Fpdu &f = fpdus_.emplace_back();
@@ -275,7 +275,7 @@ void Core::refill_locked() {
     }
 }
 
-void Core::retire_fpdu_locked(Fpdu &f) {
+void TcpConnection::retire_fpdu_locked(Fpdu &f) {
     if (f.op || f.release_ref) hint();
     if (f.op) {
         f.op->ready = true;
@@ -286,7 +286,7 @@ void Core::retire_fpdu_locked(Fpdu &f) {
     queued_bytes_ -= f.total;
 }
 
-void Core::flush_locked() {
+void TcpConnection::flush_locked() {
     // Before the initiator's RTR nothing may go out but the MPA Reply (the preamble),
     // except when tearing down (a Terminate or the close itself).
     bool held = rtr_pending_.load(std::memory_order_relaxed) && tx_ == TxState::Open;
@@ -337,7 +337,7 @@ void Core::flush_locked() {
     update_out_locked();
 }
 
-void Core::update_out_locked() {
+void TcpConnection::update_out_locked() {
     if (fd_ < 0 || !attached_.load(std::memory_order_acquire)) return;
     bool want = !fpdus_.empty();
     if (want || !msgs_.empty()) hint();  // inline polls retry while anything is queued
@@ -346,7 +346,7 @@ void Core::update_out_locked() {
         out_armed_ = want;
 }
 
-void Core::own_partial_head_locked() {
+void TcpConnection::own_partial_head_locked() {
     if (fpdus_.empty()) return;
     Fpdu &f = fpdus_.front();
     if (f.done == 0 || f.done == f.total || !f.owned.empty()) return;
@@ -371,7 +371,7 @@ void Core::own_partial_head_locked() {
     queued_bytes_ += f.total;
 }
 
-void Core::drop_unwritten_locked() {
+void TcpConnection::drop_unwritten_locked() {
     own_partial_head_locked();
     std::deque<Fpdu> keep;
     for (Fpdu &f : fpdus_) {
@@ -396,9 +396,9 @@ void Core::drop_unwritten_locked() {
     msgs_.swap(keep_msgs);
 }
 
-void Core::fail_all_locked(OpResult r) {
+void TcpConnection::fail_all_locked(OpResult r) {
     bool first = true;
-    for (OpRec &o : ops_) {
+    for (TcpOp &o : ops_) {
         if (o.ready) continue;
         o.ready = true;
         o.result = first ? r : OpResult{OpOutcome::Disconnected, {}};
@@ -408,8 +408,8 @@ void Core::fail_all_locked(OpResult r) {
     outstanding_reads_ = 0;
 }
 
-void Core::queue_terminate_locked(w::TermCode code, std::span<const uint8_t> offending,
-                                  bool include_hdr) {
+void TcpConnection::queue_terminate_locked(w::TermCode code, std::span<const uint8_t> offending,
+                                           bool include_hdr) {
     local_closed_ = true;
     rx_open_.store(false, std::memory_order_release);
     drop_unwritten_locked();
