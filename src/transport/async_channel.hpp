@@ -39,6 +39,15 @@ inline void report_done(std::mutex &mu, uint32_t &reporting) {
     --reporting;
 }
 
+// Fail-all on detach: the records a detaching connection took out of `ops` are each
+// reported once, in submission order, with their own result when they had one and as
+// Disconnected otherwise (Channel::asynchronous: nothing is left unreported).
+template <class Ops>
+void report_left(Endpoint &ep, Ops &left) {
+    for (auto &o : left)
+        ep.tx_complete(o.ready ? o.result : OpResult{OpOutcome::Disconnected, {}});
+}
+
 template <class Connection>
 class ForwardingChannel : public Channel {
   public:

@@ -223,8 +223,7 @@ void ShmConnection::detach() {
     }
     if (ep_) {
         if (cur_.active || cur_.recv_open) release_target();
-        for (ShmOp &o : left)
-            ep_->tx_complete(o.ready ? o.result : OpResult{OpOutcome::Disconnected, {}});
+        report_left(*ep_, left);
     }
     wake();
 }

@@ -84,8 +84,7 @@ void TcpConnection::detach() {
             ep_->rx_recv_abort(recv_, RI_WC_STATUS_WR_FLUSHED_ERROR);
             recv_open_ = false;
         }
-        for (TcpOp &o : left)
-            ep_->tx_complete(o.ready ? o.result : OpResult{OpOutcome::Disconnected, {}});
+        report_left(*ep_, left);
     }
     wake();
 }
