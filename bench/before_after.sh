@@ -117,18 +117,18 @@ for r in $(seq 1 "$rounds"); do
 done
 [ -n "$keep" ] && cp "$results" "$keep"
 
-# Per figure: median old, median new, median and range of the per-round ratios.
+# Per figure (in the order first measured): median old, median new, median and range of
+# the per-round ratios. Plain awk (Debian's mawk has no asorti).
 awk '
 function median(a, n,    i, j, t) {
     for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
-{ v[$3, $1, $2] = $4; keys[$3] = 1; rounds[$1] = 1 }
+{ v[$3, $1, $2] = $4; if (!($3 in seen)) { seen[$3] = 1; order[++n] = $3 }; rounds[$1] = 1 }
 END {
     printf "%-34s %12s %12s %8s %17s\n", "figure", "old", "new", "ratio", "range"
-    n = asorti(keys, sorted)
     for (k = 1; k <= n; k++) {
-        key = sorted[k]; no = nn = nr = 0; delete o; delete w; delete q
+        key = order[k]; no = nn = nr = 0; split("", o); split("", w); split("", q)
         for (r in rounds) {
             if ((key, r, "old") in v) o[++no] = v[key, r, "old"]
             if ((key, r, "new") in v) w[++nn] = v[key, r, "new"]
