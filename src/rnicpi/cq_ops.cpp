@@ -133,10 +133,7 @@ struct CqOps {
 }  // namespace
 
 void fill_cq_ops(ri_ops_t &t, bool locked) {
-    if (locked)
-        CqOps<true>::fill(t);
-    else
-        CqOps<false>::fill(t);
+    fill_both<CqOps>(t, locked);
 }
 
 }  // namespace softrnic::rnicpi::ops

@@ -293,10 +293,7 @@ struct MemOps {
 }  // namespace
 
 void fill_mem_ops(ri_ops_t &t, bool locked) {
-    if (locked)
-        MemOps<true>::fill(t);
-    else
-        MemOps<false>::fill(t);
+    fill_both<MemOps>(t, locked);
 }
 
 }  // namespace softrnic::rnicpi::ops

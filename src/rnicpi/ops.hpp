@@ -69,6 +69,16 @@ struct SerialScope {
     RnicHandle *r_;
 };
 
+// A file's entries go into both tables: Ops<true> for the provider-serialised one (its
+// calls take the per-table lock), Ops<false> for the consumer-serialised one.
+template <template <bool> class Ops>
+void fill_both(ri_ops_t &t, bool locked) {
+    if (locked)
+        Ops<true>::fill(t);
+    else
+        Ops<false>::fill(t);
+}
+
 // Each fills its calls' entries of one table (provider-serialised when `locked`).
 void fill_rnic_ops(ri_ops_t &t, bool locked);
 void fill_pd_ops(ri_ops_t &t, bool locked);

@@ -44,10 +44,7 @@ struct PdOps {
 }  // namespace
 
 void fill_pd_ops(ri_ops_t &t, bool locked) {
-    if (locked)
-        PdOps<true>::fill(t);
-    else
-        PdOps<false>::fill(t);
+    fill_both<PdOps>(t, locked);
 }
 
 }  // namespace softrnic::rnicpi::ops

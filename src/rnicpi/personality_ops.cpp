@@ -144,10 +144,7 @@ struct PersonalityOps {
 }  // namespace
 
 void fill_personality_ops(ri_ops_t &t, bool locked) {
-    if (locked)
-        PersonalityOps<true>::fill(t);
-    else
-        PersonalityOps<false>::fill(t);
+    fill_both<PersonalityOps>(t, locked);
 }
 
 }  // namespace softrnic::rnicpi::ops

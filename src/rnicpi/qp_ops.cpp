@@ -78,10 +78,7 @@ struct QpOps {
 }  // namespace
 
 void fill_qp_ops(ri_ops_t &t, bool locked) {
-    if (locked)
-        QpOps<true>::fill(t);
-    else
-        QpOps<false>::fill(t);
+    fill_both<QpOps>(t, locked);
 }
 
 }  // namespace softrnic::rnicpi::ops

@@ -172,10 +172,7 @@ struct RnicOps {
 }  // namespace
 
 void fill_rnic_ops(ri_ops_t &t, bool locked) {
-    if (locked)
-        RnicOps<true>::fill(t);
-    else
-        RnicOps<false>::fill(t);
+    fill_both<RnicOps>(t, locked);
 }
 
 namespace {

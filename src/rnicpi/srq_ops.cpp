@@ -119,10 +119,7 @@ struct SrqOps {
 }  // namespace
 
 void fill_srq_ops(ri_ops_t &t, bool locked) {
-    if (locked)
-        SrqOps<true>::fill(t);
-    else
-        SrqOps<false>::fill(t);
+    fill_both<SrqOps>(t, locked);
 }
 
 }  // namespace softrnic::rnicpi::ops

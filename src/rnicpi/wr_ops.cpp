@@ -262,10 +262,7 @@ struct WrOps {
 }  // namespace
 
 void fill_wr_ops(ri_ops_t &t, bool locked) {
-    if (locked)
-        WrOps<true>::fill(t);
-    else
-        WrOps<false>::fill(t);
+    fill_both<WrOps>(t, locked);
 }
 
 }  // namespace softrnic::rnicpi::ops
