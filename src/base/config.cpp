@@ -45,7 +45,10 @@ const char *env_value(EnvVar v) {
 
 }  // namespace softrnic::base
 
+// Exported by libsoftrnic.so (libsoftrnic.map); everything else is compiled hidden.
+#pragma GCC visibility push(default)
 extern "C" const softrnic_env_var_t *softrnic_env_var(unsigned index) {
     auto vars = softrnic::base::env_vars();
     return index < vars.size() ? &vars[index] : nullptr;
 }
+#pragma GCC visibility pop

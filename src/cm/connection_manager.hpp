@@ -64,6 +64,11 @@
 
 #include "rnicpi/rnicpi.h"
 
+// The faces call the connection manager across libsoftrnic.so, whose objects are otherwise
+// compiled hidden: what this header declares keeps default visibility (libsoftrnic.map
+// still exports only the public calls).
+#pragma GCC visibility push(default)
+
 namespace softrnic::cm {
 
 // Listeners and connections share one id space; 0 is never a valid id.
@@ -248,3 +253,5 @@ class ConnectionManager {
 };
 
 }  // namespace softrnic::cm
+
+#pragma GCC visibility pop

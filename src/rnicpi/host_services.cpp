@@ -210,6 +210,8 @@ RnicHandle *rnic_from_handle(ri_rnic_handle_t h) {
 using namespace softrnic;
 using namespace softrnic::engine;
 
+// What libsoftrnic.so exports (libsoftrnic.map); everything else is compiled hidden.
+#pragma GCC visibility push(default)
 extern "C" {
 
 ri_api_return_t ri_rnic_get_hdl(ri_vp_handle_t vp, ri_consumer_domain_t location,
@@ -378,3 +380,4 @@ ri_api_return_t softrnic_vp_drain_events(ri_vp_handle_t vp) {
 }
 
 }  // extern "C"
+#pragma GCC visibility pop

@@ -138,7 +138,9 @@ ProgressEngine::Token ProgressEngine::add(ProgressSource *src, bool memory_polle
         }
         next_slot_.store(idx + 1, std::memory_order_release);
     }
-    Slot &s = *slot(idx);
+    // The slot's chunk exists: it was made above, or `idx` came back from a slot in it.
+    // (Not slot(): GCC follows its null branch into the stores below and warns.)
+    Slot &s = chunks_[idx / kChunk].load(std::memory_order_relaxed)[idx % kChunk];
     s.src.store(src, std::memory_order_relaxed);
     s.events.store(0, std::memory_order_relaxed);
     s.wanted.store(false, std::memory_order_relaxed);

@@ -205,6 +205,8 @@ ri_api_return_t close_unclaimed(ri_llp_stream_handle_t h) {
 
 }  // namespace softrnic::transport::loopback
 
+// Exported by libsoftrnic.so (libsoftrnic.map); everything else is compiled hidden.
+#pragma GCC visibility push(default)
 extern "C" ri_api_return_t softrnic_loopback_pair(ri_llp_stream_handle_t *a,
                                                   ri_llp_stream_handle_t *b) {
     if (!a || !b) return RI_RET_INVALID_PARAMETER;
@@ -218,3 +220,4 @@ extern "C" ri_api_return_t softrnic_loopback_pair(ri_llp_stream_handle_t *a,
 extern "C" ri_api_return_t softrnic_loopback_close(ri_llp_stream_handle_t h) {
     return softrnic::transport::loopback::close_unclaimed(h);
 }
+#pragma GCC visibility pop
