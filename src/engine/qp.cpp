@@ -150,7 +150,7 @@ void Qp::destroy() {
     state.store(RI_QP_STATE_ERROR, std::memory_order_seq_cst);
     rx_gate.shut();
     chan.reset();
-    drop_pending(false);  // cancelled without completions (L4033-4043)
+    complete_inflight();  // cancelled without completions (RNICPI L4033-4043)
     // Narrow windows bound through this QP are invalidated (type 2B-like; documented). Most
     // QPs never bound one: they skip the walk over the whole STag table (which made tearing
     // down a thousand connections take seconds).

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "engine/device.hpp"
+#include "engine/inflight.hpp"
 #include "engine/object.hpp"
 #include "transport/transport.hpp"
 
@@ -76,8 +77,7 @@ class Qp final : public transport::Endpoint, public Object {
     std::atomic<uint32_t> chan_caps{transport::Channel::kCapAll};
     std::atomic<bool> bound_narrow_windows{false};  // a type 2 window was bound through us
     std::atomic<bool> cancelling{false};            // being destroyed: outstanding WRs just vanish
-    std::mutex pending_mu;                          // used only with asynchronous transports
-    std::deque<InFlight> pending;
+    InflightList<InFlight> inflight;                // used only with asynchronous transports
     ri_llp_stream_handle_t llp = 0;
     bool llp_set = false;
 
@@ -134,7 +134,9 @@ class Qp final : public transport::Endpoint, public Object {
     void rx_terminate(std::span<const uint8_t> msg) override;
     void rx_stream_error(transport::RemoteFault fault, std::span<const uint8_t> msg) override;
     void rx_llp_closed(transport::CloseKind kind) override;
-    void tx_complete(transport::OpResult result) override;
+    transport::InflightOp *tx_record(uint32_t seq) override;
+    void tx_fail_all(transport::OpResult oldest) override;
+    void tx_report() override;
 
   private:
     ri_api_return_t validate_sq_wr(const ri_wr_t &wr) const;
@@ -142,7 +144,9 @@ class Qp final : public transport::Endpoint, public Object {
     void finish_outbound(InFlight &f, transport::OpResult res);
     void complete_sq(const WrInfo &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
                      bool force);
-    void drop_pending(bool complete);
+    // After Channel::detach: completes the operations still in flight (flushed), or on
+    // destroy only releases their memory.
+    void complete_inflight();
     void flush_rq();
     void complete_recv(const RecvWqe &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
                        uint32_t wc_flags, uint32_t inv_rtag, uint32_t imm);

@@ -166,6 +166,7 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
                     if (chan) {
                         chan->close(transport::CloseKind::Graceful);
                         chan->detach();
+                        complete_inflight();
                     }
                     // An arrival that found the gate closed (a Terminate racing with the
                     // close) may have left an error transition pending: the connection is
@@ -192,7 +193,7 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
                 // there is nothing left to wait for (L3971, L3981-3994).
                 rx_gate.close();
                 if (chan) chan->detach();
-                drop_pending(true);
+                complete_inflight();
                 flush_rq();
                 chan.reset();
                 chan_caps.store(transport::Channel::kCapAll, std::memory_order_release);

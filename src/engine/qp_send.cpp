@@ -300,30 +300,27 @@ void Qp::execute_sq_wr(const ri_wr_t &wr, const WrInfo &info) {
         finish_outbound(f, chan->submit(op));
         return;
     }
-    // Asynchronous transport. First its synchronous fast path (small inline operations with
-    // nothing queued ahead): no pending record, no lock.
-    if (transport::OpResult now; chan->submit_now(op, now)) {
+    // Asynchronous transport. First its synchronous fast path, while nothing is in flight
+    // (completing at once cannot overtake anything then): no record, no lock.
+    if (transport::OpResult now; inflight.idle() && chan->submit_now(op, now)) {
         finish_outbound(f, now);
         return;
     }
-    // Otherwise the record must be in place before submit, since the transport may complete
-    // it from its own thread before submit returns.
-    InFlight *slot_rec = nullptr;
-    {
-        std::lock_guard lk(pending_mu);
-        pending.push_back(f);
-        slot_rec = &pending.back();
-        op.atomic_result = &slot_rec->atomic_value;
-    }
+    // Otherwise the record goes into the list before submit, since the transport may
+    // finish it from its own thread before submit returns.
+    auto &entry = inflight.push(f);
+    transport::InflightOp &rec = entry.op;
+    op.inflight = &rec;
+    op.atomic_result = &entry.work.atomic_value;
     transport::OpResult res = chan->submit(op);
     if (res.outcome == OpOutcome::Pending) return;
+    // Finished by submit itself: complete it now if nothing older is left; otherwise the
+    // transport's next report, which the older ones' finishing brings, completes it in turn.
     InFlight done;
-    {
-        std::lock_guard lk(pending_mu);
-        done = pending.back();
-        pending.pop_back();
+    if (inflight.take_finished_head(done, res, &rec)) {
+        finish_outbound(done, res);
+        inflight.taken();
     }
-    finish_outbound(done, res);
 }
 
 void Qp::finish_outbound(InFlight &f, transport::OpResult res) {
@@ -380,29 +377,32 @@ void Qp::finish_outbound(InFlight &f, transport::OpResult res) {
     }
 }
 
-void Qp::tx_complete(transport::OpResult result) {
-    // Completions of an asynchronous transport arrive in posting order (the SQ is ordered).
-    InFlight f;
-    {
-        std::lock_guard lk(pending_mu);
-        if (pending.empty()) return;
-        f = pending.front();
-        pending.pop_front();
-    }
-    finish_outbound(f, result);
+transport::InflightOp *Qp::tx_record(uint32_t seq) {
+    return inflight.find(seq);
 }
 
-void Qp::drop_pending(bool complete) {
-    // Only after the transport is detached (or reported everything): nothing can still be
-    // writing into the sink buffers these records pin.
-    std::deque<InFlight> left;
-    {
-        std::lock_guard lk(pending_mu);
-        left.swap(pending);
+void Qp::tx_fail_all(transport::OpResult oldest) {
+    inflight.fail_all(oldest);
+}
+
+void Qp::tx_report() {
+    InFlight f;
+    transport::OpResult r;
+    while (inflight.take_finished_head(f, r)) {
+        finish_outbound(f, r);
+        inflight.taken();
     }
-    for (InFlight &f : left) {
-        put_refs(f.refs, f.nrefs);
-        if (complete) complete_sq(f.w, f.wct, RI_WC_STATUS_WR_FLUSHED_ERROR, 0, true);
+}
+
+void Qp::complete_inflight() {
+    // Only once the transport let go of every record (detached): nothing can still be
+    // writing into the sink buffers these records pin. Unfinished ones flush; on destroy
+    // (cancelling) they only release their memory.
+    InFlight f;
+    transport::OpResult r;
+    while (inflight.take_any_head(f, r)) {
+        finish_outbound(f, r);
+        inflight.taken();
     }
 }
 

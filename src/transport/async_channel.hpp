@@ -1,52 +1,112 @@
-// The Channel face of an asynchronous transport: the connection's state lives in a
-// connection object driven by the transport's progress source, and the Channel the engine
-// holds forwards every call to it. Shared by the shm and TCP transports (and meant for the next
-// asynchronous one), so that each only adds what differs: its destructor's order and its
-// capabilities.
+// What every asynchronous transport's connection needs besides its wire, shared by the shm
+// and TCP transports and meant for the next one: the gate its progress calls the endpoint
+// through, its side of the operation records the engine keeps in order (the order, the
+// reporting, fail-all and what is left at detach are the engine's: engine/inflight.hpp), and
+// the Channel face: the connection's state lives in a connection object driven by the
+// transport's progress source, and the Channel the engine holds forwards every call to it, so
+// that each transport only adds what differs (its destructor's order and its capabilities).
 //
 // A connection object provides attach, detach, submit, submit_now, terminate and close with
 // the Channel's meaning (transport.hpp).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <utility>
+
+#include "base/sync.hpp"
 
 #include "transport/iwarp/terminate_map.hpp"
 #include "transport/transport.hpp"
 
 namespace softrnic::transport {
 
-// Ordered reporting. An asynchronous connection keeps its operation records in submission order
-// in `ops` (each with `ready` and `result`) and reports only the head, so an operation
-// never completes before an earlier one (Channel::asynchronous). Takes the head when it is
-// ready, under `mu`, and counts it in `reporting` until report_done(): while a report is
-// under way the connection's fast path must not complete an operation inline.
-template <class Ops>
-bool take_ready_head(std::mutex &mu, Ops &ops, uint32_t &reporting, OpResult &out) {
-    std::lock_guard lk(mu);
-    if (ops.empty() || !ops.front().ready) return false;
-    out = ops.front().result;
-    ops.pop_front();
-    ++reporting;
-    return true;
-}
-// The report taken by take_ready_head() went to the endpoint.
-inline void report_done(std::mutex &mu, uint32_t &reporting) {
-    std::lock_guard lk(mu);
-    --reporting;
-}
+// Calls from a connection's progress into its endpoint. Progress makes each inside a Scope
+// (`if (EndpointGate::Scope in(gate); in)`); detach() shuts the gate and waits until none is
+// under way, unless it runs inside one itself (from the connection's own progress pass),
+// which cannot wait for itself. Shut for good: a connection serves one attachment.
+class EndpointGate {
+  public:
+    class Scope : public base::GateScope {
+      public:
+        explicit Scope(EndpointGate &g) : base::GateScope(g.gate_) {}
+    };
+    void shut(const ProgressSource *self) {
+        gate_.shut_no_wait();
+        if (ProgressEngine::current() != self) gate_.wait_users();
+    }
 
-// Fail-all on detach: the records a detaching connection took out of `ops` are each
-// reported once, in submission order, with their own result when they had one and as
-// Disconnected otherwise (Channel::asynchronous: nothing is left unreported).
-template <class Ops>
-void report_left(Endpoint &ep, Ops &left) {
-    for (auto &o : left)
-        ep.tx_complete(o.ready ? o.result : OpResult{OpOutcome::Disconnected, {}});
-}
+  private:
+    base::ScopedGate gate_;
+};
+
+// A connection's side of the records the engine lends it (InflightOp): which it still holds,
+// whether finished ones wait for a report, and whether submit() finished the record it was
+// given (it then returns the result, and the engine completes it at once if it can).
+// Everything but report() runs under the connection's lock, the one it finishes records
+// under.
+class InflightRecords {
+  public:
+    // The endpoint the records belong to, from attach() until detach (forget()).
+    void attach(Endpoint *ep) { ep_ = ep; }
+    // submit() was given `rec`: the connection holds it until it finishes it. Until
+    // end_submit(), finishing `rec` is the submit's own result rather than a report due.
+    void begin_submit(InflightOp &rec) {
+        held_.fetch_add(1, std::memory_order_relaxed);
+        submitted_ = &rec;
+        submitted_done_ = false;
+    }
+    // What submit() returns: the result if it finished its record, else Pending. After a
+    // result the record is the engine's: submit must not touch it any more.
+    OpResult end_submit() {
+        submitted_ = nullptr;
+        return submitted_done_ ? submitted_result_ : OpResult{OpOutcome::Pending, {}};
+    }
+    void finish(InflightOp &rec, OpResult r) {
+        held_.fetch_sub(1, std::memory_order_relaxed);
+        const bool own = &rec == submitted_;
+        if (own) {
+            submitted_done_ = true;
+            submitted_result_ = r;
+        }
+        rec.finish(r);
+        if (!own) report_due_.store(true, std::memory_order_release);
+    }
+    // The stream ended: every record held is finished (the oldest with `oldest`) and due
+    // for a report, the submit's own too (it then returns Pending).
+    void fail_all(OpResult oldest) {
+        if (ep_ != nullptr) ep_->tx_fail_all(oldest);
+        held_.store(0, std::memory_order_relaxed);
+        report_due_.store(true, std::memory_order_release);
+    }
+    // Detached: the engine completes whatever is left, and is not called again.
+    void forget() {
+        ep_ = nullptr;
+        held_.store(0, std::memory_order_relaxed);
+        report_due_.store(false, std::memory_order_relaxed);
+    }
+    // Records held and not finished (a hint: read without the lock).
+    uint32_t held() const { return held_.load(std::memory_order_relaxed); }
+    bool report_due() const { return report_due_.load(std::memory_order_acquire); }
+    // Progress, inside the endpoint gate, with no lock held: has the finished records
+    // completed. One load when nothing is due.
+    void report(Endpoint &ep) {
+        if (!report_due_.load(std::memory_order_acquire)) return;
+        // An RMW: it reads the latest mark, so the records finished before it are seen.
+        if (!report_due_.exchange(false, std::memory_order_acq_rel)) return;
+        ep.tx_report();
+    }
+
+  private:
+    Endpoint *ep_ = nullptr;
+    std::atomic<uint32_t> held_{0};
+    std::atomic<bool> report_due_{false};
+    InflightOp *submitted_ = nullptr;
+    bool submitted_done_ = false;
+    OpResult submitted_result_{};
+};
 
 template <class Connection>
 class ForwardingChannel : public Channel {

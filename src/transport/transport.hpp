@@ -13,10 +13,13 @@
 // which transport it talks to.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <span>
+#include <type_traits>
 #include <variant>
 
 #include "rnicpi/rnicpi.h"
@@ -125,6 +128,54 @@ struct DatagramSource {
     uint32_t pkey_index = 0;
 };
 
+enum class OpOutcome : uint8_t {
+    Done,         // completed; the WR completes with success
+    Pending,      // the transport will report completion later (asynchronous transports)
+    Terminated,   // the peer refused it (fault says why)
+    Disconnected  // the stream is gone
+};
+
+struct OpResult {
+    OpOutcome outcome = OpOutcome::Done;
+    RemoteFault fault = RemoteFault::None;
+    FaultedOp op = FaultedOp::None;
+};
+
+// One operation of an asynchronous channel while it is in flight. The engine owns these
+// records: it keeps them in the QP's one list of operations in flight, in submission order,
+// lends each to the transport from Channel::submit until the transport finishes it, and
+// completes them in that order (Endpoint::tx_report). The transport keeps whatever else it
+// needs of an operation in `state` (make_state, state_as), so nothing of the order lives on its
+// side of the seam.
+//
+// Rules for the transport: it finishes a record once (finish()), and under the same lock as its
+// calls to Endpoint::tx_fail_all; after finishing it touches neither the record nor the
+// operation's local memory (the engine may complete it at once).
+struct InflightOp {
+    static constexpr size_t kStateBytes = 256;
+    // Consecutive over a QP's records (mod 2^32): a key the transport may put on its wire and
+    // find the record by again (Endpoint::tx_record).
+    uint32_t seq = 0;
+    std::atomic<bool> finished{false};
+    OpResult result{};
+    alignas(16) std::byte state[kStateBytes];
+
+    void finish(OpResult r) {
+        result = r;
+        finished.store(true, std::memory_order_release);
+    }
+    template <class T>
+    T &make_state() {
+        static_assert(sizeof(T) <= kStateBytes && alignof(T) <= 16);
+        static_assert(std::is_trivially_destructible_v<T>, "records are dropped, never destroyed");
+        return *::new (static_cast<void *>(state)) T();
+    }
+    template <class T>
+    T &state_as() {
+        return *std::launder(reinterpret_cast<T *>(state));
+    }
+};
+
 // One outbound data-transfer WR, validated and with local memory resolved by the engine.
 struct OutboundOp {
     OpKind kind = OpKind::Send;
@@ -138,19 +189,7 @@ struct OutboundOp {
     uint64_t operand2 = 0;  // atomics: swap value
     uint64_t *atomic_result = nullptr;
     const DatagramDest *dest = nullptr;  // datagram QPs only
-};
-
-enum class OpOutcome : uint8_t {
-    Done,         // completed; the WR completes with success
-    Pending,      // the transport will report completion later (asynchronous transports)
-    Terminated,   // the peer refused it (fault says why)
-    Disconnected  // the stream is gone
-};
-
-struct OpResult {
-    OpOutcome outcome = OpOutcome::Done;
-    RemoteFault fault = RemoteFault::None;
-    FaultedOp op = FaultedOp::None;
+    InflightOp *inflight = nullptr;      // Channel::submit of an asynchronous channel only
 };
 
 // Responder-side receive context: one receive WQE taken for an arriving untagged message.
@@ -219,22 +258,33 @@ class Endpoint {
     virtual void rx_stream_error(RemoteFault fault, std::span<const uint8_t> msg) = 0;
     // The stream closed under us.
     virtual void rx_llp_closed(CloseKind kind) = 0;
-    // Completion of an asynchronous (Pending) outbound operation. After a peer's
-    // Terminate, report it through rx_terminate (its bytes) first, then the outstanding
-    // operations as Terminated: the oldest completes with REMOTE_TERMINATION, later ones
-    // flushed, and the event is raised once.
-    virtual void tx_complete(OpResult result) = 0;
+    // Operations in flight on an asynchronous channel (InflightOp). The QP's record with
+    // sequence number `seq`, while the transport holds it (not finished); nullptr otherwise.
+    virtual InflightOp *tx_record(uint32_t seq) {
+        (void)seq;
+        return nullptr;
+    }
+    // Finishes every record the transport holds: the oldest with `oldest`, the others as
+    // Disconnected. After a peer's Terminate, report it through rx_terminate (its bytes) and
+    // fail with Terminated: the oldest completes with REMOTE_TERMINATION, later ones flushed,
+    // and the event is raised once. Called under the lock the transport finishes records
+    // under.
+    virtual void tx_fail_all(OpResult oldest) { (void)oldest; }
+    // Completes the finished records at the head of the list, in submission order. The
+    // transport calls it from its progress context with none of its locks held (the engine
+    // may call close() from here), inside its endpoint gate, after finishing records.
+    virtual void tx_report() {}
 };
 
 // Implemented by a transport for one connected stream.
 class Channel {
   public:
     virtual ~Channel() = default;
-    // True when submit() may return Pending. Such a transport reports each pending
-    // operation exactly once through Endpoint::tx_complete, in submission order, and when
-    // the stream ends it reports the ones still outstanding as Disconnected before (or
-    // while) detach() returns; it must not touch an operation's local memory after
-    // reporting it.
+    // True when submit() may return Pending. The engine then gives every submit() a record
+    // (OutboundOp::inflight, InflightOp) in its list of operations in flight; the transport
+    // finishes each once and has the finished ones reported (Endpoint::tx_report). When the
+    // stream ends it finishes those it holds (Endpoint::tx_fail_all). Once detach() returns
+    // it touches none of them, and the engine completes what is left.
     virtual bool asynchronous() const { return false; }
     // Optional operations the stream can carry (a TCP peer that has not agreed to RFC 7306
     // gets no atomics or immediate data); the engine refuses the others at post time.
@@ -247,12 +297,14 @@ class Channel {
     virtual void attach(Endpoint *ep) = 0;
     // Stops delivery and waits until no call into the endpoint is in progress.
     virtual void detach() = 0;
+    // An asynchronous channel returns Pending, or the operation's result after finishing its
+    // record with it (the engine completes it at once when nothing is ahead of it).
     virtual OpResult submit(const OutboundOp &op) = 0;
     // An asynchronous transport's synchronous fast path: either carries `op` out entirely
-    // now (true; `out` is Done, Terminated or Disconnected, never Pending, and nothing of
-    // it will be reported through tx_complete) or declines without any effect (false), and
-    // the engine calls submit(). Lets the engine skip its pending-record bookkeeping for
-    // small operations that nothing is queued ahead of.
+    // now (true; `out` is Done, Terminated or Disconnected, never Pending) or declines
+    // without any effect (false), and the engine calls submit() with a record. The engine
+    // calls it only while nothing is in flight on the QP, so completing at once keeps the
+    // order; it saves the record for the small operations that go out in one piece.
     virtual bool submit_now(const OutboundOp &op, OpResult &out) {
         (void)op;
         (void)out;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "rnicpi/rnicpi.h"
@@ -33,27 +34,49 @@ class FakeChannel final : public Channel {
         Recorded r{op, std::vector<IoSpan>(op.local.begin(), op.local.end())};
         r.op.local = {};
         ops.push_back(r);
+        recs.push_back(op.inflight);
+        if (answer_next) {  // finished by submit itself
+            const OpResult r = *answer_next;
+            answer_next.reset();
+            op.inflight->finish(r);
+            recs.back() = nullptr;
+            ++next;
+            return r;
+        }
         return {OpOutcome::Pending, {}};
     }
     void terminate(const FaultReport &) override { terminated = true; }
     void close(CloseKind kind) override {
         closed = true;
         if (on_close) on_close(kind);
-        // Contract: when the stream ends, everything still outstanding is reported.
-        while (ep_ && next < ops.size())
-            complete({OpOutcome::Disconnected, {}});
+        // Contract: when the stream ends, everything still outstanding is finished.
+        if (fail_on_close && ep_ && next < ops.size()) {
+            ep_->tx_fail_all({OpOutcome::Disconnected, {}});
+            next = ops.size();
+            ep_->tx_report();
+        }
     }
-    // Completes the oldest outstanding operation.
+    // Finishes operation `i` (any order) and has the finished ones reported.
+    void finish(size_t i, OpResult r) {
+        ASSERT_LT(i, recs.size());
+        ASSERT_NE(recs[i], nullptr);
+        recs[i]->finish(r);
+        recs[i] = nullptr;
+        ep_->tx_report();
+    }
+    // Finishes the oldest outstanding operation.
     void complete(OpResult r) {
         ASSERT_LT(next, ops.size());
-        ++next;
-        ep_->tx_complete(r);
+        finish(next++, r);
     }
     Endpoint *ep_ = nullptr;
     std::function<void(CloseKind)> on_close;  // runs inside close(), as the engine calls it
     std::vector<Recorded> ops;
+    std::vector<InflightOp *> recs;
     size_t next = 0;
     bool closed = false, terminated = false;
+    bool fail_on_close = true;            // false: leave the records to the engine at detach
+    std::optional<OpResult> answer_next;  // submit finishes the next op with this at once
 };
 
 std::mutex g_mu;
@@ -214,6 +237,98 @@ TEST_F(AsyncTransport, CompletionsWaitForTheTransportAndKeepOrder) {
         EXPECT_EQ(wc.op_status, RI_WC_STATUS_SUCCESS);
         EXPECT_EQ(wc.op_type, id == 1 ? RI_WC_TYPE_SEND : RI_WC_TYPE_RDMA_WRITE);
         EXPECT_EQ(wc.bytes_transferred, 100u);
+    }
+    EXPECT_FALSE(poll(wc));
+}
+
+// The engine owns the order: a transport may finish operations in any order (a read's
+// response after a later send went out), and they still complete in posting order.
+TEST_F(AsyncTransport, OperationsFinishedOutOfOrderCompleteInPostingOrder) {
+    ri_data_seg_t s = seg(0, 8);
+    for (uint64_t id = 1; id <= 3; ++id)
+        ASSERT_EQ(
+            ri_qp_post_send(rnic, qp, RI_WR_TYPE_SEND, RI_WR_SIGNALED_FLAG, id, &s, 0, 1, 0, &err),
+            RI_RET_SUCCESS);
+    ASSERT_EQ(fake->recs.size(), 3u);
+    ri_rc_wc_t wc{};
+    fake->finish(2, {OpOutcome::Done, {}});
+    fake->finish(1, {OpOutcome::Done, {}});
+    EXPECT_FALSE(poll(wc)) << "the oldest is still in flight";
+    fake->finish(0, {OpOutcome::Done, {}});
+    for (uint64_t id = 1; id <= 3; ++id) {
+        ASSERT_TRUE(poll(wc));
+        EXPECT_EQ(wc.id, id);
+        EXPECT_EQ(wc.op_status, RI_WC_STATUS_SUCCESS);
+    }
+    EXPECT_FALSE(poll(wc));
+}
+
+// A result submit() returns at once waits behind the operations before it.
+TEST_F(AsyncTransport, ResultOfSubmitWaitsForEarlierOperations) {
+    ri_data_seg_t s = seg(0, 8);
+    ASSERT_EQ(ri_qp_post_send(rnic, qp, RI_WR_TYPE_SEND, RI_WR_SIGNALED_FLAG, 1, &s, 0, 1, 0, &err),
+              RI_RET_SUCCESS);
+    fake->answer_next = OpResult{OpOutcome::Done, {}};
+    ASSERT_EQ(ri_qp_post_send(rnic, qp, RI_WR_TYPE_SEND, RI_WR_SIGNALED_FLAG, 2, &s, 0, 1, 0, &err),
+              RI_RET_SUCCESS);
+    ri_rc_wc_t wc{};
+    EXPECT_FALSE(poll(wc)) << "the second completed before the first";
+    fake->finish(0, {OpOutcome::Done, {}});
+    ASSERT_TRUE(poll(wc));
+    EXPECT_EQ(wc.id, 1u);
+    ASSERT_TRUE(poll(wc));
+    EXPECT_EQ(wc.id, 2u);
+    EXPECT_FALSE(poll(wc));
+    // With nothing before it, the answer completes at once.
+    fake->answer_next = OpResult{OpOutcome::Done, {}};
+    ASSERT_EQ(ri_qp_post_send(rnic, qp, RI_WR_TYPE_SEND, RI_WR_SIGNALED_FLAG, 3, &s, 0, 1, 0, &err),
+              RI_RET_SUCCESS);
+    ASSERT_TRUE(poll(wc));
+    EXPECT_EQ(wc.id, 3u);
+}
+
+// The transport finds the records it holds by their consecutive sequence numbers (the shm
+// transport's key on its wire), and no longer once it finished them.
+TEST_F(AsyncTransport, TransportFindsItsRecordsBySequence) {
+    ri_data_seg_t s = seg(0, 8);
+    for (uint64_t id = 1; id <= 3; ++id)
+        ASSERT_EQ(
+            ri_qp_post_send(rnic, qp, RI_WR_TYPE_SEND, RI_WR_SIGNALED_FLAG, id, &s, 0, 1, 0, &err),
+            RI_RET_SUCCESS);
+    ASSERT_EQ(fake->recs.size(), 3u);
+    const uint32_t first = fake->recs[0]->seq;
+    for (uint32_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(fake->recs[i]->seq, first + i);
+        EXPECT_EQ(fake->ep_->tx_record(first + i), fake->recs[i]);
+    }
+    EXPECT_EQ(fake->ep_->tx_record(first + 3), nullptr);
+    EXPECT_EQ(fake->ep_->tx_record(first - 1), nullptr);
+    fake->finish(1, {OpOutcome::Done, {}});
+    EXPECT_EQ(fake->ep_->tx_record(first + 1), nullptr) << "finished: no longer the transport's";
+    EXPECT_EQ(fake->ep_->tx_record(first + 2), fake->recs[2]);
+}
+
+// What the transport still held when it was detached is the engine's to complete: in
+// posting order, with the result of those finished, flushed otherwise.
+TEST_F(AsyncTransport, RecordsLeftAtDetachCompleteInOrder) {
+    fake->fail_on_close = false;
+    ri_data_seg_t s = seg(0, 8);
+    for (uint64_t id = 1; id <= 3; ++id)
+        ASSERT_EQ(
+            ri_qp_post_send(rnic, qp, RI_WR_TYPE_SEND, RI_WR_SIGNALED_FLAG, id, &s, 0, 1, 0, &err),
+            RI_RET_SUCCESS);
+    fake->finish(1, {OpOutcome::Done, {}});
+    ri_rc_wc_t wc{};
+    EXPECT_FALSE(poll(wc));
+    ASSERT_EQ(to_state(RI_QP_STATE_ERROR), RI_RET_SUCCESS);
+    EXPECT_FALSE(poll(wc)) << "still the transport's until it is detached";
+    ASSERT_EQ(to_state(RI_QP_STATE_IDLE), RI_RET_SUCCESS);
+    const ri_wc_status_t want[] = {RI_WC_STATUS_WR_FLUSHED_ERROR, RI_WC_STATUS_SUCCESS,
+                                   RI_WC_STATUS_WR_FLUSHED_ERROR};
+    for (uint64_t id = 1; id <= 3; ++id) {
+        ASSERT_TRUE(poll(wc));
+        EXPECT_EQ(wc.id, id);
+        EXPECT_EQ(wc.op_status, want[id - 1]);
     }
     EXPECT_FALSE(poll(wc));
 }

@@ -37,8 +37,8 @@ void ShmConnection::progress(uint32_t events) {
     // An application polling its CQ again, while the peer places its writes itself. Not
     // one waiting for its own operation's completion (it goes back to polling memory
     // then: dtest -W waits so for each signalled write, which the peer's ring path acks).
-    if (hint_ != 0 && ProgressEngine::inline_poll_context() &&
-        unreported_.load(std::memory_order_acquire) == 0 && ++idle_polls_ >= kPollsBeforeRingHint)
+    if (hint_ != 0 && ProgressEngine::inline_poll_context() && recs_.held() == 0 &&
+        ++idle_polls_ >= kPollsBeforeRingHint)
         set_hint(0);
     // Inline pollers call this on every empty CQ poll: a few loads when idle.
     if (!quick_check(events)) return;
@@ -58,7 +58,7 @@ void ShmConnection::progress(uint32_t events) {
         }
     }
     bool took = false;
-    if (base::GateScope in_ep(ep_gate_); in_ep) {
+    if (EndpointGate::Scope in_ep(ep_gate_); in_ep) {
         // Responses first (they free our records and chunks), then requests in order.
         took |= process_resp();
         const bool took_req = process_req();
@@ -133,7 +133,7 @@ void ShmConnection::stream_end(CloseKind kind) {
         std::lock_guard lk(mu_);
         fail_all_locked({OpOutcome::Disconnected, {}});
     }
-    if (base::GateScope in_ep(ep_gate_); in_ep) {
+    if (EndpointGate::Scope in_ep(ep_gate_); in_ep) {
         if (cur_.active || cur_.recv_open) release_target();
         if (!told_closed_) {
             told_closed_ = true;
@@ -143,22 +143,9 @@ void ShmConnection::stream_end(CloseKind kind) {
 }
 
 void ShmConnection::report_ready() {
-    // Nothing was queued for a report (every queued record counts in unreported_ before it
-    // is visible in ops_): skip the endpoint gate and the lock, which every progress pass
-    // with work used to pay.
-    if (unreported_.load(std::memory_order_acquire) == 0) return;
-    for (;;) {
-        base::GateScope in_ep(ep_gate_);
-        if (!in_ep) return;
-        OpResult r;
-        if (!take_ready_head(mu_, ops_, reporting_, r)) return;
-        ep_->tx_complete(r);
-        {
-            std::lock_guard lk(mu_);
-            --reporting_;
-            unreported_.fetch_sub(1, std::memory_order_acq_rel);
-        }
-    }
+    // One load when nothing was finished since the last report.
+    if (!recs_.report_due()) return;
+    if (EndpointGate::Scope in_ep(ep_gate_); in_ep) recs_.report(*ep_);
 }
 
 bool ShmConnection::arm_wakeup() {
@@ -210,21 +197,15 @@ void ShmConnection::detach() {
     rx_open_.store(false, std::memory_order_release);
     revoke_grants();  // what we granted the peer ends with delivery
     closed_.store(true, std::memory_order_release);
-    ep_gate_.shut_no_wait();
-    // Endpoint calls are short (one copy at most). Our own progress pass may be the caller,
-    // from inside the gate: it cannot wait for itself.
-    if (ProgressEngine::current() != this) ep_gate_.wait_users();
-    std::deque<ShmOp> left;
+    // Endpoint calls are short (one copy at most).
+    ep_gate_.shut(this);
     {
         std::lock_guard lk(mu_);
-        left.swap(ops_);
+        // The engine completes the records left: none is ours any more.
+        recs_.forget();
         unsent_.store(0, std::memory_order_release);
-        unreported_.store(0, std::memory_order_release);
     }
-    if (ep_) {
-        if (cur_.active || cur_.recv_open) release_target();
-        report_left(*ep_, left);
-    }
+    if (ep_ && (cur_.active || cur_.recv_open)) release_target();
     wake();
 }
 

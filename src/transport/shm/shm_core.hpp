@@ -73,7 +73,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -81,6 +80,7 @@
 
 #include "base/config.hpp"
 #include "base/sync.hpp"
+#include "transport/async_channel.hpp"
 #include "transport/iwarp/terminate_map.hpp"
 #include "transport/llp_registry.hpp"
 #include "transport/shm/cma_copy.hpp"
@@ -189,7 +189,7 @@ inline void gather(const IoSpan *spans, uint32_t n, uint64_t off, std::byte *dst
 
 // What a request entry says about an operation, beside its gather list and sequence
 // number: kept in a queued ShmOp, or made from the poster's OutboundOp on the inline fast
-// path (submit_now), which used to copy it into a zeroed ShmOp first.
+// path (submit_now).
 struct EntryFields {
     OpKind kind = OpKind::Send;
     bool solicited = false;
@@ -215,13 +215,11 @@ inline EntryFields fields_of(const OutboundOp &op, bool inline_data) {
     return f;
 }
 
-// One outstanding operation at the initiator (submission order). The engine keeps the
-// local memory pinned until tx_complete.
+// Our part of an outstanding operation at the initiator, kept in its record
+// (InflightOp::state; the record's seq is the entry's sequence number). The engine keeps the
+// local memory pinned until the record is finished and reported.
 struct ShmOp : EntryFields {
-    uint32_t seq = 0;
     bool sent = false;
-    bool ready = false;
-    OpResult result{};
     std::array<IoSpan, L::kMaxIov> local{};
     uint32_t nlocal = 0;
     uint64_t *atomic_result = nullptr;
@@ -307,6 +305,10 @@ class ShmConnection final : public ProgressSource {
 
     void attach(Endpoint *ep) {
         ep_ = ep;
+        {
+            std::lock_guard lk(mu_);
+            recs_.attach(ep);
+        }
         attached_.store(true, std::memory_order_release);
         if (!pe_.watch(token_, link_->sock, EPOLLIN | EPOLLRDHUP, /*thread_only=*/true))
             peer_gone_.store(true, std::memory_order_release);
@@ -364,9 +366,8 @@ class ShmConnection final : public ProgressSource {
     bool emit_request(const EntryFields &r, std::span<const IoSpan> local, uint32_t seq,
                       bool &broken);
     bool flush_unsent_locked();
-    OpResult finish_now_locked(OpResult r);
     void fail_all_locked(OpResult first);
-    ShmOp *find_locked(uint32_t seq);
+    InflightOp *find_locked(uint32_t seq);
     // control
     bool push_ctl(const Ctl &c);
     bool flush_ctl_locked();
@@ -400,8 +401,8 @@ class ShmConnection final : public ProgressSource {
     Endpoint *ep_ = nullptr;
     std::atomic<bool> attached_{false};
     std::atomic<bool> detached_{false};
-    // Calls into ep_ (a GateScope each): detach() closes it, so none runs once it returns.
-    base::ScopedGate ep_gate_;
+    // Calls into ep_ (a Scope each): detach() shuts it, so none runs once it returns.
+    EndpointGate ep_gate_;
     std::atomic<bool> work_{false};       // progress has something to do besides the rings
     std::atomic<bool> peer_gone_{false};  // EOF/HUP on the socket, or a dead CMA peer
     std::atomic<bool> rx_open_{true};     // arrivals are delivered
@@ -410,13 +411,12 @@ class ShmConnection final : public ProgressSource {
     // req ring producer: the posting thread (fast path, when unsent_ == 0) or whoever
     // holds mu_ (flush_unsent_locked).
     Producer req_tx_;
-    // Guarded by mu_.
+    // Guarded by mu_: the records the engine lent us, and those of them not yet in the
+    // peer's ring (the newest: from first_unsent_, consecutive).
     std::mutex mu_;
-    std::deque<ShmOp> ops_;
-    uint32_t next_seq_ = 1;
-    uint32_t reporting_ = 0;
-    std::atomic<uint32_t> unsent_{0};      // records not yet in the peer's ring
-    std::atomic<uint32_t> unreported_{0};  // records not yet reported (or being reported)
+    InflightRecords recs_;
+    uint32_t first_unsent_ = 0;
+    std::atomic<uint32_t> unsent_{0};
 
     // Guarded by ctl_mu_: the resp ring producer and the control queue.
     std::mutex ctl_mu_;

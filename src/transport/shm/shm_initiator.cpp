@@ -145,19 +145,6 @@ bool ShmConnection::emit_request(const EntryFields &r, std::span<const IoSpan> l
     return true;
 }
 
-OpResult ShmConnection::finish_now_locked(OpResult r) {
-    // In order: immediate only when nothing older is outstanding or being reported.
-    if (ops_.empty() && reporting_ == 0) return r;
-    ShmOp &rec = ops_.emplace_back();
-    rec.seq = next_seq_++;
-    rec.sent = true;
-    rec.ready = true;
-    rec.result = r;
-    unreported_.fetch_add(1, std::memory_order_acq_rel);
-    wake();
-    return {OpOutcome::Pending, {}};
-}
-
 namespace {
 bool is_small_inline(const OutboundOp &op) {
     return (op.kind == OpKind::Send || op.kind == OpKind::SendInvalidate ||
@@ -168,13 +155,17 @@ bool is_small_inline(const OutboundOp &op) {
 }  // namespace
 
 bool ShmConnection::submit_now(const OutboundOp &op, OpResult &out) {
-    // A small Send or Write with nothing outstanding goes straight into the peer's ring
-    // and completes now. unsent_ == 0 also means nobody else produces into the req ring
-    // (the last flush released it to us).
-    if (!is_small_inline(op) || op.local.size() > L::kMaxIov ||
-        unsent_.load(std::memory_order_acquire) != 0 ||
-        unreported_.load(std::memory_order_acquire) != 0 || closed_.load(std::memory_order_acquire))
+    // The engine calls this only with nothing in flight. A small Send or Write goes straight
+    // into the peer's ring and completes now; a larger Write may be placed by us. unsent_ == 0
+    // also means nobody else produces into the req ring (the last flush released it to us).
+    if (op.local.size() > L::kMaxIov || unsent_.load(std::memory_order_acquire) != 0 ||
+        closed_.load(std::memory_order_acquire))
         return false;
+    if (!is_small_inline(op)) {
+        if (op.kind != OpKind::RdmaWrite || !try_direct_write(op)) return false;
+        out = {OpOutcome::Done, {}};
+        return true;
+    }
     if (try_direct_write(op)) {
         out = {OpOutcome::Done, {}};
         return true;
@@ -190,57 +181,56 @@ bool ShmConnection::submit_now(const OutboundOp &op, OpResult &out) {
 }
 
 OpResult ShmConnection::submit(const OutboundOp &op) {
-    bool small = is_small_inline(op);
-    bool fits = op.local.size() <= L::kMaxIov;
-    if (OpResult now; submit_now(op, now)) return now;
-    // A larger write may still be placed by us, with nothing of ours outstanding (as in
-    // submit_now: unsent_ == 0 also means we may produce into the req ring).
-    if (!small && op.kind == OpKind::RdmaWrite && unsent_.load(std::memory_order_acquire) == 0 &&
-        unreported_.load(std::memory_order_acquire) == 0 &&
-        !closed_.load(std::memory_order_acquire) && try_direct_write(op))
-        return {OpOutcome::Done, {}};
+    InflightOp &rec = *op.inflight;
     std::unique_lock lk(mu_);
-    if (closed_.load(std::memory_order_acquire) || detached_.load(std::memory_order_acquire))
-        return finish_now_locked({OpOutcome::Disconnected, {}});
-    if (!fits) return finish_now_locked({OpOutcome::Terminated, RemoteFault::UnexpectedOpcode});
-    ShmOp &rec = ops_.emplace_back();
-    static_cast<EntryFields &>(rec) = fields_of(op, small);
-    rec.seq = next_seq_++;
-    std::copy(op.local.begin(), op.local.end(), rec.local.begin());
-    rec.nlocal = static_cast<uint32_t>(op.local.size());
-    rec.atomic_result = op.atomic_result;
-    unreported_.fetch_add(1, std::memory_order_acq_rel);
+    recs_.begin_submit(rec);
+    if (closed_.load(std::memory_order_acquire) || detached_.load(std::memory_order_acquire)) {
+        recs_.finish(rec, {OpOutcome::Disconnected, {}});
+        return recs_.end_submit();
+    }
+    if (op.local.size() > L::kMaxIov) {
+        recs_.finish(rec, {OpOutcome::Terminated, RemoteFault::UnexpectedOpcode});
+        return recs_.end_submit();
+    }
+    ShmOp &r = rec.make_state<ShmOp>();
+    static_cast<EntryFields &>(r) = fields_of(op, is_small_inline(op));
+    std::copy(op.local.begin(), op.local.end(), r.local.begin());
+    r.nlocal = static_cast<uint32_t>(op.local.size());
+    r.atomic_result = op.atomic_result;
+    // Records are numbered consecutively: the unsent ones are the newest.
+    if (unsent_.load(std::memory_order_relaxed) == 0) first_unsent_ = rec.seq;
     unsent_.fetch_add(1, std::memory_order_acq_rel);
     flush_unsent_locked();
-    bool queued = unsent_.load(std::memory_order_relaxed) != 0;
+    const bool queued = unsent_.load(std::memory_order_relaxed) != 0;
+    const OpResult res = recs_.end_submit();
     lk.unlock();
     notify_peer();
     if (queued) wake();  // progress retries once the peer made room
-    return {OpOutcome::Pending, {}};
+    return res;
 }
 
 bool ShmConnection::flush_unsent_locked() {
     if (unsent_.load(std::memory_order_relaxed) == 0) return false;
     bool broken = false;
     bool emitted = false;
-    // Unsent records are the newest ones; skip the (few) already sent in front of them.
-    auto it = ops_.begin();
-    while (it != ops_.end() && it->sent)
-        ++it;
-    for (; it != ops_.end() && unsent_.load(std::memory_order_relaxed) != 0; ++it) {
-        ShmOp &r = *it;
-        if (r.sent || r.ready) continue;
+    while (unsent_.load(std::memory_order_relaxed) != 0) {
         if (closed_.load(std::memory_order_acquire)) break;
-        if (!emit_request(r, {r.local.data(), r.nlocal}, r.seq, broken)) break;
+        InflightOp *rec = ep_ ? ep_->tx_record(first_unsent_) : nullptr;
+        if (!rec) {  // cannot happen: unsent records are unfinished and listed
+            unsent_.store(0, std::memory_order_release);
+            break;
+        }
+        ShmOp &r = rec->state_as<ShmOp>();
+        if (!emit_request(r, {r.local.data(), r.nlocal}, rec->seq, broken)) break;
         r.sent = true;
         emitted = true;
-        if (r.inline_data) {  // handed over: done, like a Send in the kernel's buffer
-            r.ready = true;
-            r.result = {OpOutcome::Done, {}};
-            work_.store(true, std::memory_order_release);
-        }
+        ++first_unsent_;
         // Release: a poster that reads 0 here may produce into the ring itself.
         unsent_.fetch_sub(1, std::memory_order_acq_rel);
+        if (r.inline_data) {  // handed over: done, like a Send in the kernel's buffer
+            recs_.finish(*rec, {OpOutcome::Done, {}});
+            work_.store(true, std::memory_order_release);
+        }
     }
     if (broken) {
         closed_.store(true, std::memory_order_release);
@@ -251,23 +241,14 @@ bool ShmConnection::flush_unsent_locked() {
 }
 
 void ShmConnection::fail_all_locked(OpResult first) {
-    bool is_first = true;
-    for (ShmOp &o : ops_) {
-        if (o.ready) continue;
-        o.ready = true;
-        o.result = is_first ? first : OpResult{OpOutcome::Disconnected, {}};
-        is_first = false;
-    }
+    recs_.fail_all(first);
     unsent_.store(0, std::memory_order_release);
     work_.store(true, std::memory_order_release);
 }
 
-ShmOp *ShmConnection::find_locked(uint32_t seq) {
-    if (ops_.empty()) return nullptr;
-    uint32_t d = seq - ops_.front().seq;  // sequence numbers are consecutive (mod 2^32)
-    if (d >= ops_.size()) return nullptr;
-    ShmOp &r = ops_[d];
-    return r.seq == seq && r.sent && !r.ready ? &r : nullptr;
+InflightOp *ShmConnection::find_locked(uint32_t seq) {
+    InflightOp *rec = ep_ ? ep_->tx_record(seq) : nullptr;
+    return rec && rec->state_as<ShmOp>().sent ? rec : nullptr;
 }
 
 // --------------------------------------------------------------------------- control
@@ -335,8 +316,9 @@ bool ShmConnection::handle_resp(const L::EntryHdr &h, const std::byte *payload) 
         case L::Type::ReadRespInline:
         case L::Type::AtomicResp: {
             std::lock_guard lk(mu_);
-            ShmOp *r = find_locked(h.seq);
-            if (!r) return false;
+            InflightOp *rec = find_locked(h.seq);
+            if (!rec) return false;
+            ShmOp *r = &rec->state_as<ShmOp>();
             if (h.type == L::Type::Ack) {
                 if (r->inline_data || r->kind == OpKind::FetchAdd || r->kind == OpKind::CompareSwap)
                     return false;
@@ -348,18 +330,19 @@ bool ShmConnection::handle_resp(const L::EntryHdr &h, const std::byte *payload) 
                 if (r->kind != OpKind::FetchAdd && r->kind != OpKind::CompareSwap) return false;
                 if (r->atomic_result) *r->atomic_result = h.a;
             }
-            r->ready = true;
-            r->result = {OpOutcome::Done, {}};
+            recs_.finish(*rec, {OpOutcome::Done, {}});
             return true;
         }
         case L::Type::Pull: {
-            ShmOp *r;
+            InflightOp *rec;
             {
                 std::lock_guard lk(mu_);
-                r = find_locked(h.seq);
+                rec = find_locked(h.seq);
             }
-            // A record that is sent and not ready stays put until we report it (deque
-            // references survive appends), so it can be read without the lock.
+            // A record we hold is completed only by a report from this progress context
+            // (or after detach), and stays where it is while others are appended: it can
+            // be read without the lock.
+            ShmOp *r = rec ? &rec->state_as<ShmOp>() : nullptr;
             if (!r || r->inline_data ||
                 (r->kind != OpKind::Send && r->kind != OpKind::SendInvalidate &&
                  r->kind != OpKind::SendImmediate && r->kind != OpKind::RdmaWrite &&
@@ -378,11 +361,12 @@ bool ShmConnection::handle_resp(const L::EntryHdr &h, const std::byte *payload) 
             return true;
         }
         case L::Type::ReadChunk: {
-            ShmOp *r;
+            InflightOp *rec;
             {
                 std::lock_guard lk(mu_);
-                r = find_locked(h.seq);
+                rec = find_locked(h.seq);
             }
+            ShmOp *r = rec ? &rec->state_as<ShmOp>() : nullptr;
             if (!r || r->kind != OpKind::RdmaRead || h.stag >= L::kBounceChunks || h.b == 0 ||
                 h.b > L::kBounceChunk || h.a != r->placed || h.b > r->length - r->placed)
                 return false;
@@ -393,10 +377,9 @@ bool ShmConnection::handle_resp(const L::EntryHdr &h, const std::byte *payload) 
             push_ctl(c);
             std::lock_guard lk(mu_);
             r->placed += h.b;
-            if (r->placed == r->length) {
-                r->ready = true;
-                r->result = {OpOutcome::Done, {}};
-            }
+            // Unless a close failed it meanwhile (it is then finished already).
+            if (r->placed == r->length && !rec->finished.load(std::memory_order_relaxed))
+                recs_.finish(*rec, {OpOutcome::Done, {}});
             return true;
         }
         case L::Type::PullDone: {

@@ -56,19 +56,15 @@ void TcpConnection::close(CloseKind kind) {
 void TcpConnection::detach() {
     detached_.store(true, std::memory_order_seq_cst);
     rx_open_.store(false, std::memory_order_release);
-    if (ProgressEngine::current() != this) {
-        // Endpoint calls are short (a copy of at most one receive buffer); yield-wait like
-        // the engine's own gates do.
-        while (in_ep_.load(std::memory_order_acquire) != 0)
-            std::this_thread::yield();
-    }
-    std::deque<TcpOp> left;
+    // Endpoint calls are short (a copy of at most one receive buffer).
+    ep_gate_.shut(this);
     std::vector<void *> refs;
     {
         std::lock_guard lk(mu_);
         local_closed_ = true;
         drop_unwritten_locked();
-        left.swap(ops_);
+        // The engine completes the records left: none is ours any more.
+        recs_.forget();
         reads_.clear();
         outstanding_reads_ = 0;
         refs.swap(pending_release_);
@@ -84,7 +80,6 @@ void TcpConnection::detach() {
             ep_->rx_recv_abort(recv_, RI_WC_STATUS_WR_FLUSHED_ERROR);
             recv_open_ = false;
         }
-        report_left(*ep_, left);
     }
     wake();
 }

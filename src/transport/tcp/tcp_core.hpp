@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "transport/async_channel.hpp"
 #include "transport/iwarp/terminate_map.hpp"
 #include "transport/llp_registry.hpp"
 #include "transport/tcp/wire/ddp_rdmap.hpp"
@@ -33,14 +34,14 @@
 
 // Design notes
 //
-// Ordering. Every outbound operation gets an TcpOp in `ops_` (submission order). A
-// Send/Write record becomes ready once the last byte of its last FPDU went to the kernel;
-// a Read when its last Read Response segment has been placed. Only the head of `ops_` is
-// ever reported, so a later send stays behind an earlier read. Reports are made by the
-// progress context (or by detach() after progress stopped calling the endpoint), never
-// with `mu_` held: the engine re-enters close() from tx_complete.
-// Fast path: when the op is the only one outstanding, nothing is being reported and the
-// kernel took all of it inside submit(), submit() returns Done directly (no thread hop).
+// Ordering. Every outbound operation the engine submits comes with its record
+// (InflightOp, in the engine's one ordered list); our TcpOp lives in it. A Send/Write record
+// is finished once the last byte of its last FPDU went to the kernel; a Read when its last
+// Read Response segment has been placed. The engine completes records in submission order,
+// so a later send stays behind an earlier read. Reports are asked for by the progress context
+// (InflightRecords::report), never with `mu_` held: the engine re-enters close() from them.
+// Fast path: when the kernel took all of an op inside submit(), submit() returns Done, and
+// the engine completes it at once if nothing is ahead of it (no thread hop).
 //
 // Memory. FPDUs are built lazily from queued messages (at most kTxWindowFpdus or
 // kTxWindowBytes materialized), each referencing the op's local spans: payload goes out
@@ -113,9 +114,8 @@ inline size_t encode_term(w::TermCode code, std::span<const uint8_t> offending, 
     return n;
 }
 
+// Our part of an operation in flight, kept in its record (InflightOp::state).
 struct TcpOp {
-    bool ready = false;
-    OpResult result{};
     // RDMA Read sink.
     std::array<IoSpan, kMaxLocal> sink{};
     uint32_t nsink = 0;
@@ -141,8 +141,8 @@ struct TxMsg {
     w::Segmenter seg;
     uint32_t piece = 0;
     uint64_t piece_off = 0;
-    TcpOp *op = nullptr;       // send/write: ready when fully written
-    TcpOp *read_op = nullptr;  // Read Request: joins the outstanding reads when sent
+    InflightOp *op = nullptr;       // send/write: finished when fully written
+    InflightOp *read_op = nullptr;  // Read Request: joins the outstanding reads when sent
     void *release_ref = nullptr;
     bool read_resp = false;
     bool terminate = false;
@@ -155,7 +155,7 @@ struct Fpdu {
     std::vector<uint8_t> owned;  // set once detached from user memory
     size_t total = 0;
     size_t done = 0;
-    TcpOp *op = nullptr;
+    InflightOp *op = nullptr;
     void *release_ref = nullptr;
     bool read_resp = false;
     bool terminate = false;
@@ -234,6 +234,7 @@ class TcpConnection final : public ProgressSource {
         ep_ = ep;
         attached_.store(true, std::memory_order_release);
         std::lock_guard lk(mu_);
+        recs_.attach(ep);
         out_armed_ = !fpdus_.empty();
         uint32_t events = EPOLLIN | EPOLLRDHUP | (out_armed_ ? uint32_t{EPOLLOUT} : 0u);
         if (fd_ >= 0 && !pe_.watch(token_, fd_, events))
@@ -256,17 +257,8 @@ class TcpConnection final : public ProgressSource {
     void detach();
 
   private:
-    // ---- endpoint gate: progress brackets every endpoint call (and every
-    // write into an op's sink) so detach() can wait for it.
-    bool enter_ep() {
-        in_ep_.fetch_add(1, std::memory_order_seq_cst);
-        if (detached_.load(std::memory_order_seq_cst)) {
-            in_ep_.fetch_sub(1, std::memory_order_release);
-            return false;
-        }
-        return true;
-    }
-    void leave_ep() { in_ep_.fetch_sub(1, std::memory_order_release); }
+    // Progress makes every endpoint call (and every write into an op's sink) inside
+    // ep_gate_ (an EndpointGate::Scope), so detach() can wait for it.
 
     // Every change made outside progress that progress must act on (a queued op, a close,
     // an abort request, a reference to release) sets the hint; an idle inline poll then
@@ -304,6 +296,8 @@ class TcpConnection final : public ProgressSource {
                        const w::UntaggedReassembler::Result &rr);
     bool handle_atomic_request(const w::AtomicRequestBody &b, std::span<const uint8_t> ulpdu);
     void report_ready();
+    OpResult finish_submit_locked(InflightOp &rec, OpResult r);
+    OpResult end_submit_locked();
     void release_refs();
     void on_stream_end(CloseKind kind);
     void stream_lost();
@@ -334,7 +328,7 @@ class TcpConnection final : public ProgressSource {
     Endpoint *ep_ = nullptr;  // set once, before attached_ is published
     std::atomic<bool> attached_{false};
     std::atomic<bool> detached_{false};
-    std::atomic<uint32_t> in_ep_{0};
+    EndpointGate ep_gate_;
     std::atomic<bool> rx_open_{true};  // arrivals are delivered
     // Waiting for the initiator's RTR (StreamParams::await_rtr): outbound FPDUs are held.
     // Cleared under mu_; read by progress without it.
@@ -350,10 +344,9 @@ class TcpConnection final : public ProgressSource {
     // Guarded by mu_. A plain mutex: the posting thread holds it for one non-blocking
     // sendmsg() at most, progress for queue bookkeeping.
     std::mutex mu_;
-    std::deque<TcpOp> ops_;
-    std::deque<TcpOp *> reads_;  // Read Requests on the wire, oldest first
+    InflightRecords recs_;
+    std::deque<InflightOp *> reads_;  // Read and Atomic Requests on the wire, oldest first
     uint32_t outstanding_reads_ = 0;
-    uint32_t reporting_ = 0;
     std::deque<TxMsg> msgs_;
     std::deque<Fpdu> fpdus_;
     size_t queued_bytes_ = 0;

@@ -85,13 +85,12 @@ void TcpConnection::on_stream_end(CloseKind kind) {
         close_fd_locked(kind == CloseKind::Abortive);
     }
     release_refs();
-    if (enter_ep()) {
+    if (EndpointGate::Scope in_ep(ep_gate_); in_ep) {
         if (recv_open_) {
             ep_->rx_recv_abort(recv_, RI_WC_STATUS_WR_FLUSHED_ERROR);
             recv_open_ = false;
         }
         if (tell) ep_->rx_llp_closed(kind);
-        leave_ep();
     }
 }
 
@@ -109,7 +108,7 @@ void TcpConnection::stream_lost() {
         close_fd_locked(true);
     }
     release_refs();
-    if (enter_ep()) {
+    if (EndpointGate::Scope in_ep(ep_gate_); in_ep) {
         abort_open_recv(RI_WC_STATUS_WR_FLUSHED_ERROR);
         if (tell) {
             std::array<uint8_t, w::kUntaggedHeaderLen + w::kTerminateBodyMax> t{};
@@ -117,7 +116,6 @@ void TcpConnection::stream_lost() {
             ep_->rx_stream_error(iwarp::fault_of(kLost),
                                  iwarp::message_of(std::span<const uint8_t>(t.data(), n)));
         }
-        leave_ep();
     }
 }
 
@@ -139,7 +137,7 @@ void TcpConnection::protocol_error(w::TermCode code, std::span<const uint8_t> ul
     }
     // The engine raises the event that matches the code (CRC, bad FPDU, DDP/RDMAP version,
     // queue, MSN...), records it as the local Terminate and moves to Error.
-    if (enter_ep()) {
+    if (EndpointGate::Scope in_ep(ep_gate_); in_ep) {
         abort_open_recv(RI_WC_STATUS_LOCAL_QP_CATASTROPHIC);
         if (tell) {
             // What was queued above, for the engine's record.
@@ -148,7 +146,6 @@ void TcpConnection::protocol_error(w::TermCode code, std::span<const uint8_t> ul
             ep_->rx_stream_error(iwarp::fault_of(code),
                                  iwarp::message_of(std::span<const uint8_t>(t.data(), n)));
         }
-        leave_ep();
     }
 }
 
@@ -156,23 +153,19 @@ void TcpConnection::protocol_error(w::TermCode code, std::span<const uint8_t> ul
 // Error; we send the Terminate it describes and close.
 void TcpConnection::engine_failed(const RxStatus &st, std::span<const uint8_t> ulpdu) {
     recv_open_ = recv_open_ && recv_.wqe != nullptr;
-    if (recv_open_ && enter_ep()) {
+    if (EndpointGate::Scope in_ep(ep_gate_); recv_open_ && in_ep) {
         abort_open_recv(RI_WC_STATUS_LOCAL_QP_CATASTROPHIC);
-        leave_ep();
     }
     std::lock_guard lk(mu_);
     queue_terminate_locked(iwarp::terminate_code({st.fault, st.op}), ulpdu, true);
 }
 
 bool TcpConnection::handle_segment(std::span<const uint8_t> ulpdu) {
-    if (!enter_ep()) {
+    EndpointGate::Scope in_ep(ep_gate_);
+    if (!in_ep) {
         rx_open_.store(false, std::memory_order_release);
         return false;
     }
-    struct Leave {
-        TcpConnection *c;
-        ~Leave() { c->leave_ep(); }
-    } leave{this};
 
     w::Segment s;
     w::Status st = w::decode_segment(ulpdu, s, {p_.rfc7306});
@@ -250,7 +243,8 @@ bool TcpConnection::handle_atomic_request(const w::AtomicRequestBody &b,
 
 void TcpConnection::release_refs() {
     // Taken off the list only inside the gate: once detached, detach() releases them.
-    if (!enter_ep()) return;
+    EndpointGate::Scope in_ep(ep_gate_);
+    if (!in_ep) return;
     {
         std::lock_guard lk(mu_);
         releasing_.swap(pending_release_);  // both keep their capacity: no allocation
@@ -258,21 +252,11 @@ void TcpConnection::release_refs() {
     for (void *r : releasing_)
         ep_->rx_tagged_release(r);
     releasing_.clear();
-    leave_ep();
 }
 
 void TcpConnection::report_ready() {
-    for (;;) {
-        if (!enter_ep()) return;
-        OpResult r;
-        const bool have = take_ready_head(mu_, ops_, reporting_, r);
-        if (have) {
-            ep_->tx_complete(r);
-            report_done(mu_, reporting_);
-        }
-        leave_ep();
-        if (!have) return;
-    }
+    if (!recs_.report_due()) return;
+    if (EndpointGate::Scope in_ep(ep_gate_); in_ep) recs_.report(*ep_);
 }
 
 // Arrivals by RDMAP opcode (RFC 5040 4.2, RFC 7306): index = opcode.
@@ -407,11 +391,14 @@ bool TcpConnection::rx_read_request(const w::Segment &s, std::span<const uint8_t
 bool TcpConnection::rx_read_response(const w::Segment &s, std::span<const uint8_t> ulpdu,
                                      const w::UntaggedReassembler::Result & /*rr*/) {
     const auto *payload = reinterpret_cast<const std::byte *>(s.payload.data());
-    TcpOp *rd = nullptr;
+    InflightOp *rec = nullptr;
     {
         std::lock_guard lk(mu_);
-        if (!reads_.empty()) rd = reads_.front();
+        if (!reads_.empty()) rec = reads_.front();
     }
+    // Ours until we finish it: a close that fails it meanwhile leaves it to be reported by
+    // this progress context, after we are done with its sink.
+    TcpOp *rd = rec ? &rec->state_as<TcpOp>() : nullptr;
     if (!rd || rd->atomic || s.hdr.stag != rd->sink_stag) {
         protocol_error(kTermBadSinkStag, ulpdu, true);
         return false;
@@ -437,11 +424,10 @@ bool TcpConnection::rx_read_response(const w::Segment &s, std::span<const uint8_
     rd->placed += n;
     if (s.hdr.last) {
         std::lock_guard lk(mu_);
-        if (!reads_.empty() && reads_.front() == rd) {
+        if (!reads_.empty() && reads_.front() == rec) {
             reads_.pop_front();
             --outstanding_reads_;
-            rd->ready = true;
-            rd->result = {OpOutcome::Done, {}};
+            recs_.finish(*rec, {OpOutcome::Done, {}});
             flush_locked();  // a held Read Request may go now
         }
     }
@@ -452,14 +438,11 @@ bool TcpConnection::rx_read_response(const w::Segment &s, std::span<const uint8_
 bool TcpConnection::rx_terminate(const w::Segment &s, std::span<const uint8_t> ulpdu,
                                  const w::UntaggedReassembler::Result & /*rr*/) {
     const RemoteFault fault = iwarp::fault_of(s.term.code);
-    bool had_op = false;
     {
         std::lock_guard lk(mu_);
         local_closed_ = true;
         rx_open_.store(false, std::memory_order_release);
         drop_unwritten_locked();
-        for (TcpOp &o : ops_)
-            had_op = had_op || !o.ready;
         // The oldest unfinished op is the one the peer failed (in-order stream).
         fail_all_locked({OpOutcome::Terminated, fault});
         if (tx_ == TxState::Open) tx_ = TxState::Closing;
@@ -469,7 +452,6 @@ bool TcpConnection::rx_terminate(const w::Segment &s, std::span<const uint8_t> u
     // The Terminate itself (with its bytes) goes first; the outstanding ops are
     // reported afterwards as Terminated: the engine completes the oldest with
     // REMOTE_TERMINATION and flushes the rest, raising the event once.
-    (void)had_op;
     ep_->rx_terminate(ulpdu.subspan(w::kUntaggedHeaderLen));
     return false;
 }
@@ -483,21 +465,22 @@ bool TcpConnection::rx_atomic_request(const w::Segment &s, std::span<const uint8
 // AtomicResponse (RDMAP opcode)
 bool TcpConnection::rx_atomic_response(const w::Segment &s, std::span<const uint8_t> ulpdu,
                                        const w::UntaggedReassembler::Result & /*rr*/) {
-    TcpOp *at = nullptr;
+    InflightOp *rec = nullptr;
     {
         std::lock_guard lk(mu_);
-        if (!reads_.empty()) at = reads_.front();
+        if (!reads_.empty()) rec = reads_.front();
     }
+    TcpOp *at = rec ? &rec->state_as<TcpOp>() : nullptr;
     if (!at || !at->atomic || at->atomic_id != s.atomic_resp.request_id) {
         protocol_error(kTermUnexpectedResponse, ulpdu, true);
         return false;
     }
     if (at->atomic_result) *at->atomic_result = s.atomic_resp.original;
     std::lock_guard lk(mu_);
+    if (reads_.empty() || reads_.front() != rec) return true;  // failed meanwhile
     reads_.pop_front();
     --outstanding_reads_;
-    at->ready = true;
-    at->result = {OpOutcome::Done, {}};
+    recs_.finish(*rec, {OpOutcome::Done, {}});
     flush_locked();  // a held Read/Atomic Request may go now
     return true;
 }

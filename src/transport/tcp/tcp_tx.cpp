@@ -6,17 +6,16 @@ namespace softrnic::transport::tcp::detail {
 
 // ------------------------------------------------------------------------------- tx side
 
+OpResult TcpConnection::finish_submit_locked(InflightOp &rec, OpResult r) {
+    recs_.finish(rec, r);
+    return recs_.end_submit();
+}
+
 OpResult TcpConnection::submit(const OutboundOp &op) {
     std::lock_guard lk(mu_);
-    auto finish_now = [&](OpResult r) -> OpResult {
-        // In order: immediate only when nothing older is outstanding or being reported.
-        if (ops_.empty() && reporting_ == 0) return r;
-        TcpOp &rec = ops_.emplace_back();
-        rec.ready = true;
-        rec.result = r;
-        wake();
-        return {OpOutcome::Pending, {}};
-    };
+    InflightOp &rec = *op.inflight;
+    recs_.begin_submit(rec);
+    auto finish_now = [&](OpResult r) -> OpResult { return finish_submit_locked(rec, r); };
     if (tx_ != TxState::Open || local_closed_ || detached_.load(std::memory_order_acquire))
         return finish_now({OpOutcome::Disconnected, {}});
     if (op.local.size() > kMaxLocal)
@@ -70,15 +69,15 @@ OpResult TcpConnection::submit(const OutboundOp &op) {
             }
             m.fixed = true;
             m.hdr_len = w::encode_atomic_request(h, b, m.hdr);
-            TcpOp &rec = ops_.emplace_back();
-            rec.atomic = true;
-            rec.atomic_id = b.request_id;
-            rec.atomic_result = op.atomic_result;
+            TcpOp &t = rec.make_state<TcpOp>();
+            t.atomic = true;
+            t.atomic_id = b.request_id;
+            t.atomic_result = op.atomic_result;
             m.read_op = &rec;
             m.nsrc = 0;
             msgs_.push_back(m);
             flush_locked();
-            return {OpOutcome::Pending, {}};
+            return end_submit_locked();
         }
         case OpKind::RdmaRead: {
             if (op.length > 0xFFFFFFFFu)
@@ -98,16 +97,16 @@ OpResult TcpConnection::submit(const OutboundOp &op) {
             b.src_to = op.remote_to;
             m.fixed = true;
             m.hdr_len = w::encode_read_request(h, b, m.hdr);
-            TcpOp &rec = ops_.emplace_back();
-            rec.nsink = m.nsrc;
-            rec.sink = m.src;
-            rec.length = op.length;
-            rec.sink_stag = sink;
+            TcpOp &t = rec.make_state<TcpOp>();
+            t.nsink = m.nsrc;
+            t.sink = m.src;
+            t.length = op.length;
+            t.sink_stag = sink;
             m.read_op = &rec;
             m.nsrc = 0;
             msgs_.push_back(m);
             flush_locked();
-            return {OpOutcome::Pending, {}};
+            return end_submit_locked();
         }
         default:
             // Send with immediate: no RFC 7306 form (see the file comment).
@@ -117,7 +116,7 @@ OpResult TcpConnection::submit(const OutboundOp &op) {
     if (w::Status s = check.start(m.first, m.length, mulpdu_); s != w::Status::Ok)
         return finish_now({OpOutcome::Terminated, iwarp::fault_of(w::term_code(s))});
     if (!w::is_tagged(m.first.opcode)) ++send_msn_;
-    TcpOp &rec = ops_.emplace_back();
+    rec.make_state<TcpOp>();
     if (op.kind == OpKind::RdmaWriteImmediate) {
         // The Write carries no completion; the Immediate Data message behind it does.
         msgs_.push_back(m);
@@ -135,13 +134,16 @@ OpResult TcpConnection::submit(const OutboundOp &op) {
         msgs_.push_back(m);
     }
     flush_locked();
-    if (ops_.size() == 1 && ops_.front().ready && reporting_ == 0) {
-        OpResult r = ops_.front().result;
-        ops_.pop_front();
-        return r;
-    }
-    if (!ops_.empty() && ops_.front().ready) wake();
-    return {OpOutcome::Pending, {}};
+    return end_submit_locked();
+}
+
+// The end of a submit that queued its op: Done when the kernel already took all of it
+// (the engine completes it at once when nothing is ahead), else Pending. Earlier records
+// this submit's writing finished are due for a report by progress.
+OpResult TcpConnection::end_submit_locked() {
+    const OpResult r = recs_.end_submit();
+    if (recs_.report_due()) wake();
+    return r;
 }
 
 // The latency path: a Send or Write that fits one FPDU, with nothing queued or being
@@ -156,7 +158,7 @@ bool TcpConnection::submit_now(const OutboundOp &op, OpResult &out) {
     std::lock_guard lk(mu_);
     if (fd_ < 0 || tx_ != TxState::Open || local_closed_ ||
         detached_.load(std::memory_order_acquire) || rtr_pending_.load(std::memory_order_relaxed) ||
-        !ops_.empty() || reporting_ != 0 || !msgs_.empty() || !fpdus_.empty())
+        !msgs_.empty() || !fpdus_.empty())
         return false;
     w::DdpHeader first{};
     if (send) {
@@ -277,10 +279,7 @@ void TcpConnection::refill_locked() {
 
 void TcpConnection::retire_fpdu_locked(Fpdu &f) {
     if (f.op || f.release_ref) hint();
-    if (f.op) {
-        f.op->ready = true;
-        f.op->result = {OpOutcome::Done, {}};
-    }
+    if (f.op) recs_.finish(*f.op, {OpOutcome::Done, {}});
     if (f.release_ref) pending_release_.push_back(f.release_ref);
     if (f.read_resp) --inflight_read_resps_;
     queued_bytes_ -= f.total;
@@ -397,13 +396,8 @@ void TcpConnection::drop_unwritten_locked() {
 }
 
 void TcpConnection::fail_all_locked(OpResult r) {
-    bool first = true;
-    for (TcpOp &o : ops_) {
-        if (o.ready) continue;
-        o.ready = true;
-        o.result = first ? r : OpResult{OpOutcome::Disconnected, {}};
-        first = false;
-    }
+    // Nothing of ours refers to a record any more: drop_unwritten_locked() ran.
+    recs_.fail_all(r);
     reads_.clear();
     outstanding_reads_ = 0;
 }
