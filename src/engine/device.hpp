@@ -45,6 +45,11 @@ struct Limits {
 
 enum class View : uint8_t { Privileged = 0, PrivilegedVpLocking = 1, User = 2 };
 
+// Who serialises the calls on one RNIC handle's objects (RNICPI L1316-1363): the consumer,
+// or the provider, holding RnicHandle::serial for the call. A property of the ops table the
+// call came through, not of the handle, so the RNICPI layer says which one applies.
+enum class Serialisation : uint8_t { ByConsumer, ByProvider };
+
 // A VP handle: one per view of an instance. The ops pointer must come first (L11299).
 struct VpHandle {
     const ri_ops_t *ops;
@@ -185,6 +190,18 @@ class Device {
                                Srq *&out);
     ri_api_return_t create_qp(RnicHandle &owner, const QpParts &parts, ri_qp_attr_t &attr,
                               ri_os_data_t os, Qp *&out);
+
+    // --- object destruction (objects.cpp): `handle` must name one of `owner`'s objects
+    // (RI_RET_*_INVALID_HANDLE otherwise) that nothing uses (RI_RET_*_INUSE otherwise; a QP
+    // is never used). The object leaves its table with `owner`'s lock held when `by` is
+    // ByProvider. For the objects events name (CQ, SRQ, QP) the event thread is then
+    // drained without that lock, since a callback may be calling through the same handle:
+    // no event for the object runs after the call returns (RNICPI L3070, L4043, L4944). The
+    // object itself is freed last.
+    ri_api_return_t destroy_pd(RnicHandle &owner, void *handle, Serialisation by);
+    ri_api_return_t destroy_cq(RnicHandle &owner, void *handle, Serialisation by);
+    ri_api_return_t destroy_srq(RnicHandle &owner, void *handle, Serialisation by);
+    ri_api_return_t destroy_qp(RnicHandle &owner, void *handle, Serialisation by);
 
     // --- memory registration (registration.cpp): validates the rights and the range,
     // takes an STag and publishes it (valid last); same contract as the creation calls.

@@ -1,8 +1,11 @@
-// Device's object creation: each validates the consumer's attributes against the RNIC's
-// limits, builds the object, publishes its handle and reports what it got. The RNICPI
-// ops files only translate handles, arguments and return codes around these.
+// Device's object creation and destruction. Creation validates the consumer's attributes
+// against the RNIC's limits, builds the object, publishes its handle and reports what it
+// got; destruction checks ownership and use, unpublishes the object and waits out the
+// events about it. The RNICPI ops files only translate handles, arguments and return codes
+// around these.
 #include <algorithm>
 #include <memory>
+#include <mutex>
 
 #include "engine/device.hpp"
 #include "engine/qp.hpp"
@@ -29,6 +32,38 @@ std::unique_ptr<T> make_object(Device &d, RnicHandle &owner, ri_os_data_t os) {
     o->owner.reset(&owner);
     o->os_data = os;
     return o;
+}
+
+// The object behind `handle` when it is one of `owner`'s.
+template <class T>
+T *owned_by(ObjectTable<T> &table, void *handle, const RnicHandle &owner) {
+    T *o = table.lookup(handle);
+    return (o && o->owner == &owner) ? o : nullptr;
+}
+
+// `owner`'s serialisation lock, held when the provider serialises the calls on it.
+std::unique_lock<std::recursive_mutex> serialise(RnicHandle &owner, Serialisation by) {
+    if (by == Serialisation::ByProvider) return std::unique_lock(owner.serial);
+    return std::unique_lock(owner.serial, std::defer_lock);
+}
+
+// Unpublishes `owner`'s unused object `handle` from `table` (under the lock `by` asks for),
+// then drains the event thread without that lock held. The object is freed only after the
+// drain: a callback that looked it up before it left the table may still be using it.
+template <class T>
+ri_api_return_t unpublish_and_drain(Device &d, ObjectTable<T> &table, RnicHandle &owner,
+                                    void *handle, Serialisation by, ri_api_return_t invalid,
+                                    ri_api_return_t in_use) {
+    std::unique_ptr<T> gone;
+    {
+        auto serial = serialise(owner, by);
+        T *o = owned_by(table, handle, owner);
+        if (!o) return invalid;
+        if (o->users.in_use()) return in_use;
+        gone = table.erase(handle);
+    }
+    d.events.drain();
+    return RI_RET_SUCCESS;
 }
 
 }  // namespace
@@ -142,6 +177,43 @@ ri_api_return_t Device::create_qp(RnicHandle &owner, const QpParts &parts, ri_qp
     a.sq_max_sges_rdmaw = qp->sq_max_sges_rdmaw;
     a.rq_max_sges = qp->rq_max_sges;
     out = qp;
+    return RI_RET_SUCCESS;
+}
+
+ri_api_return_t Device::destroy_pd(RnicHandle &owner, void *handle, Serialisation by) {
+    auto serial = serialise(owner, by);
+    Pd *p = owned_pd(handle, &owner);
+    if (!p) return RI_RET_PD_INVALID_HANDLE;
+    // Its users are the SRQs, QPs and memory entries created on it (RNICPI L2662).
+    if (p->users.in_use()) return RI_RET_PD_INUSE;
+    pds.erase(handle);  // no event names a PD: nothing to drain
+    return RI_RET_SUCCESS;
+}
+
+ri_api_return_t Device::destroy_cq(RnicHandle &owner, void *handle, Serialisation by) {
+    // In use while a QP is attached to it. No handler for it runs after this (L3070).
+    return unpublish_and_drain(*this, cqs, owner, handle, by, RI_RET_CQ_INVALID_HANDLE,
+                               RI_RET_CQ_INUSE);
+}
+
+ri_api_return_t Device::destroy_srq(RnicHandle &owner, void *handle, Serialisation by) {
+    // In use while a QP is attached to it; WRs still posted vanish, no flush (L4928), and
+    // no event for it runs after this (L4944).
+    return unpublish_and_drain(*this, srqs, owner, handle, by, RI_RET_SRQ_INVALID_HANDLE,
+                               RI_RET_SRQ_INUSE);
+}
+
+ri_api_return_t Device::destroy_qp(RnicHandle &owner, void *handle, Serialisation by) {
+    std::unique_ptr<Qp> gone;
+    {
+        auto serial = serialise(owner, by);
+        Qp *q = owned_by(qps, handle, owner);
+        if (!q) return RI_RET_QP_INVALID_HANDLE;
+        // Detaches the stream; outstanding WRs vanish without completions (L4033-4043).
+        q->destroy();
+        gone = qps.erase(handle);
+    }
+    events.drain();  // no event for this QP runs after we return (L4043)
     return RI_RET_SUCCESS;
 }
 

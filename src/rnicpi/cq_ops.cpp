@@ -1,6 +1,5 @@
 // Completion queues: create, query, resize, destroy, and the CQ event handlers.
 // Polling and arming are in wr_ops.cpp, with the rest of the data path.
-#include <memory>
 
 #include "rnicpi/ops.hpp"
 
@@ -79,18 +78,8 @@ struct CqOps {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
-            std::unique_ptr<Cq> gone;
-            {
-                Serial s(r);
-                Cq *c = owned(r->dev->cqs, cq, r);
-                if (!c) return RI_RET_CQ_INVALID_HANDLE;
-                if (c->users.in_use()) return RI_RET_CQ_INUSE;
-                gone = r->dev->cqs.erase(cq);
-            }
-            // No handler for this CQ runs after we return (L3070). Drained without the
-            // handle's lock: the handler may be polling through this very handle.
-            r->dev->events.drain();
-            return RI_RET_SUCCESS;
+            // No handler for this CQ runs after it returns (L3070).
+            return r->dev->destroy_cq(*r, cq, Serial::kBy);
         });
     }
 

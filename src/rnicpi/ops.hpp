@@ -56,8 +56,11 @@ inline MemEntry *owned_mem(Device &d, void *h, bool window, RnicHandle *r) {
 }
 
 // Provider-serialised calls take the handle's mutex; consumer-serialised take nothing.
+// Calls the engine serialises itself (the destroys) are told which applies: kBy.
 template <bool Locked>
 struct SerialScope {
+    static constexpr Serialisation kBy =
+        Locked ? Serialisation::ByProvider : Serialisation::ByConsumer;
     explicit SerialScope(RnicHandle *r) : r_(Locked ? r : nullptr) {
         if (r_) r_->serial.lock();
     }

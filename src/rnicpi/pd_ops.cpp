@@ -26,12 +26,7 @@ struct PdOps {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
-            Serial s(r);
-            Pd *p = owned(r->dev->pds, pd, r);
-            if (!p) return RI_RET_PD_INVALID_HANDLE;
-            if (p->users.in_use()) return RI_RET_PD_INUSE;
-            r->dev->pds.erase(pd);
-            return RI_RET_SUCCESS;
+            return r->dev->destroy_pd(*r, pd, Serial::kBy);
         });
     }
 

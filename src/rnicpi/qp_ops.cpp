@@ -1,6 +1,5 @@
 // Queue pairs: create, query, destroy. Posting is in wr_ops.cpp; ri_qp_modify and the
 // special QPs depend on the personality (personality_ops.cpp).
-#include <memory>
 
 #include "rnicpi/ops.hpp"
 
@@ -55,16 +54,8 @@ struct QpOps {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
-            std::unique_ptr<Qp> gone;
-            {
-                Serial s(r);
-                Qp *q = owned(r->dev->qps, qp, r);
-                if (!q) return RI_RET_QP_INVALID_HANDLE;
-                q->destroy();
-                gone = r->dev->qps.erase(qp);
-            }
-            r->dev->events.drain();  // no event for this QP runs after we return (L4043)
-            return RI_RET_SUCCESS;
+            // No event for this QP runs after it returns (L4043).
+            return r->dev->destroy_qp(*r, qp, Serial::kBy);
         });
     }
 

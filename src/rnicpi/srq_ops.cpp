@@ -1,6 +1,5 @@
 // Shared receive queues: create, query, modify (resize, limit), destroy. Posting is in
 // wr_ops.cpp.
-#include <memory>
 
 #include "rnicpi/ops.hpp"
 
@@ -95,16 +94,7 @@ struct SrqOps {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
-            std::unique_ptr<Srq> gone;
-            {
-                Serial ser(r);
-                Srq *s = owned(r->dev->srqs, srq, r);
-                if (!s) return RI_RET_SRQ_INVALID_HANDLE;
-                if (s->users.in_use()) return RI_RET_SRQ_INUSE;
-                gone = r->dev->srqs.erase(srq);  // posted WRs vanish, no flush (L4928)
-            }
-            r->dev->events.drain();
-            return RI_RET_SUCCESS;
+            return r->dev->destroy_srq(*r, srq, Serial::kBy);  // no flush (L4928)
         });
     }
 
