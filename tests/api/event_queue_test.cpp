@@ -1,10 +1,14 @@
 // The face event queue (src/api/common/event_queue.hpp): the ring, the CQ drain (room,
-// the caller's own first event, completions that vanish), arming, and the bounded sleep.
+// the caller's own first event, completions that vanish), arming, the bounded sleep, and
+// the optional pollable descriptor.
 #include "api/common/event_queue.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <thread>
 
@@ -213,6 +217,207 @@ TEST(EventQueue, SleepEndsAtOnceWhenTheFaceSaysStop) {
     auto t0 = std::chrono::steady_clock::now();
     q.sleep(lk, q.wake_seq, std::nullopt, [] { return true; });
     EXPECT_LT(std::chrono::steady_clock::now() - t0, EventQueue<Ev>::kMaxSleep);
+}
+
+// Whether `fd` is readable now (poll with no timeout).
+bool readable(int fd) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
+}
+
+TEST(EventQueueFd, IsOffByDefaultAndItsCallsAreHarmless) {
+    EventQueue<Ev> q;
+    EXPECT_EQ(q.fd(), -1);
+    std::lock_guard lk(q.mu);
+    q.q.push_back(Ev{1, 0});
+    q.queued();
+    q.notify();
+    q.q.pop_front();
+    q.dequeued();
+    EXPECT_EQ(q.fd(), -1);
+}
+
+TEST(EventQueueFd, IsANonBlockingCloseOnExecDescriptorNotReadableWhenEmpty) {
+    EventQueue<Ev> q;
+    ASSERT_TRUE(q.enable_fd());
+    const int fd = q.fd();
+    ASSERT_GE(fd, 0);
+    EXPECT_TRUE(q.enable_fd());  // a second call keeps the first descriptor
+    EXPECT_EQ(q.fd(), fd);
+    EXPECT_NE(::fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+    EXPECT_NE(::fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+    EXPECT_FALSE(readable(fd));
+}
+
+TEST(EventQueueFd, ReadableWhileEventsAreQueuedUntilTheLastIsDequeued) {
+    EventQueue<Ev> q;
+    ASSERT_TRUE(q.enable_fd());
+    std::lock_guard lk(q.mu);
+    q.q.push_back(Ev{1, 0});
+    q.queued();
+    q.q.push_back(Ev{2, 0});
+    q.queued();
+    EXPECT_TRUE(readable(q.fd()));
+    q.q.pop_front();
+    q.dequeued();
+    EXPECT_TRUE(readable(q.fd()));  // one event left
+    q.q.pop_front();
+    q.dequeued();
+    EXPECT_FALSE(readable(q.fd()));
+    q.q.push_back(Ev{3, 0});  // and readable again for the next one
+    q.queued();
+    EXPECT_TRUE(readable(q.fd()));
+}
+
+TEST(EventQueueFd, EnabledOnAQueueHoldingEventsIsReadableAtOnce) {
+    EventQueue<Ev> q;
+    q.q.push_back(Ev{1, 0});
+    ASSERT_TRUE(q.enable_fd());
+    EXPECT_TRUE(readable(q.fd()));
+}
+
+TEST(EventQueueFd, ANotificationWithoutACqLastsUntilTheNextDequeue) {
+    EventQueue<Ev> q;
+    ASSERT_TRUE(q.enable_fd());
+    std::lock_guard lk(q.mu);
+    q.notify();
+    EXPECT_TRUE(readable(q.fd()));
+    q.dequeued();  // a dequeue that found nothing
+    EXPECT_FALSE(readable(q.fd()));
+}
+
+// A notification may stand for completions still in the CQ: the descriptor stays readable
+// until a drain finds the CQ empty and the ring is emptied after it.
+TEST(EventQueueFd, ANotificationLastsUntilTheCqIsDrainedAndTheRingEmptied) {
+    FlushedCq f(3);
+    ASSERT_TRUE(f.rnic.ok());
+    EventQueue<Ev> q;
+    f.attach(q);
+    ASSERT_TRUE(q.enable_fd());
+    std::lock_guard lk(q.mu);
+    q.notify();
+    q.dequeued();  // the ring is empty but the CQ was not drained
+    EXPECT_TRUE(readable(q.fd()));
+    EXPECT_FALSE(q.drain_cq(2, to_ev));  // room for two: the CQ is not found empty
+    ASSERT_EQ(q.q.size(), 2u);
+    q.q.pop_front();
+    q.q.pop_front();
+    q.dequeued();
+    EXPECT_TRUE(readable(q.fd()));  // the third completion is still in the CQ
+    Ev first{};
+    EXPECT_TRUE(q.drain_cq(2, to_ev, &first));
+    EXPECT_EQ(first.id, 2u);
+    EXPECT_TRUE(q.q.empty());
+    q.dequeued();
+    EXPECT_FALSE(readable(q.fd()));
+}
+
+TEST(EventQueueFd, ADrainThatLeavesEventsInTheRingMakesItReadable) {
+    FlushedCq f(3);
+    ASSERT_TRUE(f.rnic.ok());
+    EventQueue<Ev> q;
+    f.attach(q);
+    ASSERT_TRUE(q.enable_fd());
+    std::lock_guard lk(q.mu);
+    Ev first{};
+    EXPECT_TRUE(q.drain_cq(1, to_ev, &first));  // one for the caller, one in the ring
+    ASSERT_EQ(q.q.size(), 1u);
+    q.dequeued();
+    EXPECT_TRUE(readable(q.fd()));
+}
+
+TEST(EventQueueFd, AThreadBlockedInPollWakesWhenAnEventIsQueued) {
+    EventQueue<Ev> q;
+    ASSERT_TRUE(q.enable_fd());
+    std::atomic<int> polled{-2};
+    std::atomic<short> revents{0};
+    std::thread waiter([&] {
+        pollfd p{q.fd(), POLLIN, 0};
+        polled.store(::poll(&p, 1, 5000), std::memory_order_release);
+        revents.store(p.revents, std::memory_order_relaxed);
+    });
+    std::this_thread::sleep_for(20ms);  // most likely blocked in poll() by now
+    {
+        std::lock_guard lk(q.mu);
+        q.q.push_back(Ev{7, 0});
+        q.queued();
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    waiter.join();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 4s);  // woken, not timed out
+    EXPECT_EQ(polled.load(std::memory_order_acquire), 1);
+    EXPECT_NE(revents.load(std::memory_order_relaxed) & POLLIN, 0);
+}
+
+// The queue a CQ notification is delivered to (the face's handler finds it by the CQ's
+// os_data; the test has one).
+std::atomic<EventQueue<Ev> *> notified_queue{nullptr};
+void notify_queue(ri_os_data_t, ri_os_data_t) {
+    EventQueue<Ev> *q = notified_queue.load(std::memory_order_acquire);
+    if (q == nullptr) return;
+    std::lock_guard lk(q->mu);
+    q->notify();
+}
+
+TEST(EventQueueFd, ACompletionOnTheArmedCqWakesAThreadBlockedInPoll) {
+    EventQueue<Ev> q;  // outlives the RNIC, whose handler thread notifies it
+    rt::Rnic rnic{"evq-fd"};
+    ASSERT_TRUE(rnic.ok());
+    ri_cq_event_handler_id_t handler = 0;
+    ri_err_data_t err = 0;
+    ASSERT_EQ(ri_cq_set_event_handler(rnic.vp, &handler, &notify_queue, &err), RI_RET_SUCCESS);
+    const ri_cq_event_handler_id_t recorder = rnic.handler_id;
+    rnic.handler_id = handler;  // the next CQ notifies the queue
+    rt::Cq *cq = rnic.new_cq(64);
+    rnic.handler_id = recorder;
+    ASSERT_NE(cq, nullptr);
+    rt::QpOpts o;
+    o.rcq = cq;
+    rt::Qp *qp = rnic.new_qp(o);
+    ASSERT_NE(qp, nullptr);
+    ASSERT_EQ(rt::post_recv(qp, 5, nullptr, 0), RI_RET_SUCCESS);
+    q.rnic = rnic.rnic;
+    q.cq = cq->h;
+    ASSERT_TRUE(q.enable_fd());
+    notified_queue.store(&q, std::memory_order_release);
+    {
+        std::lock_guard lk(q.mu);
+        q.arm();
+        EXPECT_FALSE(q.drain_cq(16, to_ev));
+        q.dequeued();
+    }
+    EXPECT_FALSE(readable(q.fd()));
+    std::atomic<int> polled{-2};
+    std::thread waiter([&] {
+        pollfd p{q.fd(), POLLIN, 0};
+        polled.store(::poll(&p, 1, 5000), std::memory_order_release);
+    });
+    EXPECT_EQ(rt::modify_state(qp, RI_QP_STATE_ERROR), RI_RET_SUCCESS);  // flushes receive 5
+    waiter.join();
+    EXPECT_EQ(polled.load(std::memory_order_acquire), 1);
+    {
+        std::lock_guard lk(q.mu);
+        Ev first{};
+        EXPECT_TRUE(q.drain_cq(16, to_ev, &first));
+        EXPECT_EQ(first.id, 5u);
+        q.dequeued();
+    }
+    EXPECT_FALSE(readable(q.fd()));
+    rnic.drain();  // no notification is still on its way to the queue
+    notified_queue.store(nullptr, std::memory_order_release);
+}
+
+TEST(EventQueueFd, TheDestructorClosesIt) {
+    int fd = -1;
+    {
+        EventQueue<Ev> q;
+        ASSERT_TRUE(q.enable_fd());
+        fd = q.fd();
+        ASSERT_NE(::fcntl(fd, F_GETFD), -1);
+    }
+    errno = 0;
+    EXPECT_EQ(::fcntl(fd, F_GETFD), -1);
+    EXPECT_EQ(errno, EBADF);
 }
 
 }  // namespace

@@ -1,13 +1,15 @@
 // A face's waitable event queue: the events, oldest first, in a ring that allocates nothing
 // while it has room; the lock around them (a futex word, taken on every dequeue); an
-// optional RNICPI CQ whose completions the face turns into its own events; and the wake-up
-// machinery of a blocking wait (CQ arming, notification, bounded timed sleeps).
+// optional RNICPI CQ whose completions the face turns into its own events; the wake-up
+// machinery of a blocking wait (CQ arming, notification, bounded timed sleeps); and an
+// optional descriptor the consumer can poll() instead of waiting (off unless enabled).
 //
 // The queue keeps the mechanics every face repeats (a DAT EVD today; an IT-API EVD, an IB
 // Access Layer CQ and the Lane15 CI's event queue next); what the face's spec says about
 // its events (their format, thresholds, overflow, CNO wake-ups) stays with the face.
-// Members are public: the face holds `mu` across its own checks and the queue's calls,
-// every call on the CQ included (the consumer-serialised view, RNICPI L1316-1363).
+// Members are public (but for the descriptor's state): the face holds `mu` across its own
+// checks and the queue's calls, every call on the CQ included (the consumer-serialised
+// view, RNICPI L1316-1363).
 #pragma once
 
 #include <rnicpi/rnicpi.h>
@@ -70,6 +72,38 @@ class EventRing {
     size_t count_ = 0;
 };
 
+// The descriptor a face hands its consumer for poll() or select() (IT-API: an EVD created
+// with IT_EVD_CREATE_FD is "identified as ready to read when a Notification occurs",
+// L4538-L4544): an eventfd, readable while raised. It remembers whether it is raised, so a
+// raise or a lower that changes nothing costs no system call; the consumer therefore never
+// reads it (its readiness is the queue's to reset). Used under the queue's lock; the
+// destructor closes it. Neither copyable nor movable, as the queue holding it.
+class EventFd {
+  public:
+    EventFd() = default;
+    ~EventFd();
+    EventFd(const EventFd &) = delete;
+    EventFd &operator=(const EventFd &) = delete;
+
+    // Creates the eventfd (EFD_NONBLOCK | EFD_CLOEXEC), not readable. False (errno set)
+    // when eventfd() fails.
+    bool open();
+    bool on() const { return fd_ >= 0; }
+    int get() const { return fd_; }  // -1: never opened
+    void raise() {
+        if (!raised_) write_one();
+    }
+    void lower() {
+        if (raised_) read_all();
+    }
+
+  private:
+    void write_one();
+    void read_all();
+    int fd_ = -1;
+    bool raised_ = false;
+};
+
 template <class Event>
 struct EventQueue {
     using Clock = std::chrono::steady_clock;
@@ -91,31 +125,15 @@ struct EventQueue {
     // the oldest completion that converts becomes *first instead, the caller's own event,
     // which takes no ring slot: a dequeue of one event then fills the consumer's event in
     // place rather than a slot it copies out of. Returns whether *first was filled.
-    // Caller holds `mu`.
+    // With the descriptor on, events left in the ring make it readable. Caller holds `mu`.
     template <class Convert>
     [[gnu::always_inline]] bool drain_cq(size_t limit, Convert &&convert, Event *first = nullptr) {
         if (cq == nullptr) return false;
-        constexpr uint_t kBatch = 16;
-        bool filled = false;
-        ri_wc_t wcs[kBatch];
-        for (;;) {
-            size_t room = limit > q.size() ? limit - q.size() : 0;
-            if (first && !filled) ++room;  // *first takes no ring slot
-            if (room == 0) return filled;
-            uint_t n = static_cast<uint_t>(std::min<size_t>(room, kBatch));
-            ri_err_data_t e = 0;
-            if (ri_cq_poll(rnic, cq, wcs, &n, &e) != RI_RET_SUCCESS || n == 0) return filled;
-            uint_t i = 0;
-            if (first && !filled) {
-                while (i < n && !filled) {
-                    *first = Event{};
-                    filled = convert(wcs[i++], *first);
-                }
-            }
-            for (; i < n; ++i)
-                if (!convert(wcs[i], q.emplace_back())) q.pop_back();
-            if (n < kBatch) return filled;
-        }
+        bool cq_emptied = false;
+        const bool filled = poll_cq(limit, convert, first, cq_emptied);
+        if (efd_.on()) [[unlikely]]
+            fd_after_drain(cq_emptied);
+        return filled;
     }
 
     // Asks the CQ for a notification of its next completion (notifications are one-shot).
@@ -126,11 +144,15 @@ struct EventQueue {
         ri_cq_req_notification(rnic, cq, RI_CMPLT_NOTIFY_ANY, &e);
     }
 
-    // A CQ notification: wakes every waiter, even one whose events are still in the CQ.
-    // Caller holds `mu`.
+    // A CQ notification: wakes every waiter, even one whose events are still in the CQ,
+    // and makes the descriptor readable. Caller holds `mu`.
     void notify() {
         ++wake_seq;
         cv.notify_all();
+        if (efd_.on()) [[unlikely]] {
+            cq_notified_ = true;
+            efd_.raise();
+        }
     }
 
     // Sleeps (releasing `lk`, a lock of `mu`) until a notify() after `seen` (the wake_seq
@@ -144,6 +166,92 @@ struct EventQueue {
         if (deadline && *deadline < step) step = *deadline;
         cv.wait_until(lk, step, [&] { return wake_seq != seen || q.size() != have || stop(); });
     }
+
+    // The waitable descriptor. While on, it is readable whenever the ring holds events or a
+    // notify() came after the last drain_cq that found the CQ empty (the notified
+    // completions may still be in the CQ); it stops being readable only in dequeued().
+    // Spurious readiness (a notification whose completion a drain already took) lasts until
+    // the consumer's next dequeue, which then finds nothing (IT_ERR_QUEUE_EMPTY, IT-API
+    // L4838), as a wait may return without events (L5469-L5474). For completions to make it
+    // readable, the face keeps its CQ armed: it arms in its notification handler and arms before
+    // the drain_cq of a dequeue that may empty the ring (a completion after that drain then
+    // notifies).
+
+    // Gives the queue its descriptor: the face's create, before the queue is shared (fd()
+    // is read without `mu`). False when eventfd() fails (errno set); a second call keeps the
+    // descriptor the first made. The destructor closes it, so a face whose consumer may
+    // close what it was handed (IT-API detaches the fd that way, L5065-L5066) hands out a
+    // dup() of it: the queue never closes a number the process has since reused.
+    bool enable_fd() {
+        if (efd_.on()) return true;
+        if (!efd_.open()) return false;
+        if (!q.empty()) efd_.raise();
+        return true;
+    }
+    int fd() const { return efd_.get(); }  // -1: off
+
+    // After the face put events in `q` itself (push_back, emplace_back): wakes every waiter
+    // and makes the descriptor readable. Caller holds `mu`.
+    void queued() {
+        cv.notify_all();
+        if (efd_.on()) [[unlikely]]
+            efd_.raise();
+    }
+
+    // After every dequeue by the consumer, one that found nothing included, once it has
+    // taken its events (its drain_cq, pop_front): if the ring is now empty and no notify()
+    // came after the last drain_cq that found the CQ empty, the descriptor stops being
+    // readable. Without a CQ no completion can wait behind a notification, so an empty ring
+    // suffices. Caller holds `mu`.
+    void dequeued() {
+        if (efd_.on()) [[unlikely]] {
+            if (q.empty() && (!cq_notified_ || cq == nullptr)) efd_.lower();
+        }
+    }
+
+  private:
+    // drain_cq's loop; `cq_emptied`: a poll returned fewer completions than it asked for
+    // (or failed), so nothing notified before it is still in the CQ.
+    template <class Convert>
+    [[gnu::always_inline]] bool poll_cq(size_t limit, Convert &convert, Event *first,
+                                        bool &cq_emptied) {
+        constexpr uint_t kBatch = 16;
+        bool filled = false;
+        ri_wc_t wcs[kBatch];
+        for (;;) {
+            size_t room = limit > q.size() ? limit - q.size() : 0;
+            if (first && !filled) ++room;  // *first takes no ring slot
+            if (room == 0) return filled;
+            const uint_t asked = static_cast<uint_t>(std::min<size_t>(room, kBatch));
+            uint_t n = asked;
+            ri_err_data_t e = 0;
+            if (ri_cq_poll(rnic, cq, wcs, &n, &e) != RI_RET_SUCCESS || n == 0) {
+                cq_emptied = true;
+                return filled;
+            }
+            uint_t i = 0;
+            if (first && !filled) {
+                while (i < n && !filled) {
+                    *first = Event{};
+                    filled = convert(wcs[i++], *first);
+                }
+            }
+            for (; i < n; ++i)
+                if (!convert(wcs[i], q.emplace_back())) q.pop_back();
+            if (n < kBatch) {
+                cq_emptied = n < asked;
+                return filled;
+            }
+        }
+    }
+
+    void fd_after_drain(bool cq_emptied) {
+        if (cq_emptied) cq_notified_ = false;
+        if (!q.empty()) efd_.raise();
+    }
+
+    EventFd efd_;
+    bool cq_notified_ = false;  // a notify() since the last drain_cq that found the CQ empty
 };
 
 }  // namespace softrnic::api
