@@ -59,7 +59,7 @@
 // bounce indices and iovec lists are validated; a bad entry is a stream error.
 //
 // Internal to the shm transport: the channel core shared by its source files (ring.hpp,
-// shm_initiator.cpp, shm_target.cpp, shm_grants.cpp, shm_channel.cpp).
+// shm_initiator.cpp, shm_target.cpp, shm_bounce.cpp, shm_grants.cpp, shm_channel.cpp).
 #pragma once
 
 #include <sys/epoll.h>
@@ -383,6 +383,7 @@ class ShmConnection final : public ProgressSource {
     void protocol_error();
     void cma_failed();
     void pump_target();
+    bool handle_bounce(const L::EntryHdr &h);
     void finish_target();
     void release_target();
     void stream_end(CloseKind kind);

@@ -333,89 +333,11 @@ bool ShmConnection::handle_resp(const L::EntryHdr &h, const std::byte *payload) 
             recs_.finish(*rec, {OpOutcome::Done, {}});
             return true;
         }
-        case L::Type::Pull: {
-            InflightOp *rec;
-            {
-                std::lock_guard lk(mu_);
-                rec = find_locked(h.seq);
-            }
-            // A record we hold is completed only by a report from this progress context
-            // (or after detach), and stays where it is while others are appended: it can
-            // be read without the lock.
-            ShmOp *r = rec ? &rec->state_as<ShmOp>() : nullptr;
-            if (!r || r->inline_data ||
-                (r->kind != OpKind::Send && r->kind != OpKind::SendInvalidate &&
-                 r->kind != OpKind::SendImmediate && r->kind != OpKind::RdmaWrite &&
-                 r->kind != OpKind::RdmaWriteImmediate) ||
-                h.stag >= L::kBounceChunks || h.b == 0 || h.b > L::kBounceChunk ||
-                h.a > r->length || h.b > r->length - h.a)
-                return false;
-            gather(r->local.data(), r->nlocal, h.a, peer_bounce_ + h.stag * L::kBounceChunk, h.b);
-            Ctl c;
-            c.type = L::Type::PullDone;
-            c.seq = h.seq;
-            c.stag = h.stag;
-            c.a = h.a;
-            c.b = h.b;
-            push_ctl(c);
-            return true;
-        }
-        case L::Type::ReadChunk: {
-            InflightOp *rec;
-            {
-                std::lock_guard lk(mu_);
-                rec = find_locked(h.seq);
-            }
-            ShmOp *r = rec ? &rec->state_as<ShmOp>() : nullptr;
-            if (!r || r->kind != OpKind::RdmaRead || h.stag >= L::kBounceChunks || h.b == 0 ||
-                h.b > L::kBounceChunk || h.a != r->placed || h.b > r->length - r->placed)
-                return false;
-            scatter(r->local.data(), r->nlocal, h.a, peer_bounce_ + h.stag * L::kBounceChunk, h.b);
-            Ctl c;
-            c.type = L::Type::ChunkFree;
-            c.stag = h.stag;
-            push_ctl(c);
-            std::lock_guard lk(mu_);
-            r->placed += h.b;
-            // Unless a close failed it meanwhile (it is then finished already).
-            if (r->placed == r->length && !rec->finished.load(std::memory_order_relaxed))
-                recs_.finish(*rec, {OpOutcome::Done, {}});
-            return true;
-        }
-        case L::Type::PullDone: {
-            uint32_t i = h.stag;
-            TargetOp &t = cur_;
-            if (i >= L::kBounceChunks || chunk_[i] != ChunkUse::Pull || chunk_seq_[i] != h.seq ||
-                chunk_off_[i] != h.a || chunk_len_[i] != h.b || !t.active || t.seq != h.seq)
-                return false;
-            const std::byte *src = my_bounce_ + i * L::kBounceChunk;
-            if (t.type == L::Type::SendRemote) {
-                RxStatus st = ep_->rx_recv_place(t.recv, h.a, {src, static_cast<size_t>(h.b)});
-                if (!st.ok) {
-                    t.recv_open = false;  // completed with the fault by the engine
-                    chunk_[i] = ChunkUse::Free;
-                    release_target();
-                    target_failed(st, 0, 0);
-                    return true;
-                }
-            } else {
-                place_last_byte_last(t.mem.ptr + h.a, src, h.b);
-            }
-            chunk_[i] = ChunkUse::Free;
-            t.done += h.b;
-            if (t.done == t.length)
-                finish_target();
-            else
-                pump_target();
-            return true;
-        }
-        case L::Type::ChunkFree: {
-            uint32_t i = h.stag;
-            if (i >= L::kBounceChunks || chunk_[i] != ChunkUse::Push) return false;
-            chunk_[i] = ChunkUse::Free;
-            pump_target();
-            return true;
-        }
+        case L::Type::Pull:
+        case L::Type::ReadChunk:
+        case L::Type::PullDone:
+        case L::Type::ChunkFree:
+            return handle_bounce(h);
         case L::Type::Terminate: {
             const RemoteFault fault =
                 iwarp::fault_of({static_cast<uint8_t>(h.stag >> 16),

@@ -97,51 +97,6 @@ void ShmConnection::finish_target() {
     push_ctl(c);
 }
 
-// Without CMA: keeps up to kBounceChunks chunks moving for the current request.
-void ShmConnection::pump_target() {
-    TargetOp &t = cur_;
-    if (!t.active) return;
-    bool push = t.type == L::Type::ReadReq;
-    while (t.next < t.length) {
-        uint32_t idx = kNoChunk;
-        for (uint32_t i = 0; i < L::kBounceChunks; ++i)
-            if (chunk_[i] == ChunkUse::Free) {
-                idx = i;
-                break;
-            }
-        if (idx == kNoChunk) return;
-        uint64_t len = std::min<uint64_t>(L::kBounceChunk, t.length - t.next);
-        Ctl c;
-        c.seq = t.seq;
-        c.stag = idx;
-        c.a = t.next;
-        c.b = len;
-        chunk_seq_[idx] = t.seq;
-        chunk_off_[idx] = t.next;
-        chunk_len_[idx] = len;
-        if (push) {
-            std::memcpy(my_bounce_ + idx * L::kBounceChunk, t.mem.ptr + t.next, len);
-            chunk_[idx] = ChunkUse::Push;
-            c.type = L::Type::ReadChunk;
-        } else {
-            chunk_[idx] = ChunkUse::Pull;
-            c.type = L::Type::Pull;
-        }
-        t.next += len;
-        if (!push_ctl(c)) {
-            chunk_[idx] = ChunkUse::Free;
-            return;
-        }
-    }
-    if (push && t.next == t.length) {
-        // Every byte is in a chunk: the source may go; the initiator completes the read
-        // when it has copied the last chunk out.
-        if (t.ref) ep_->rx_tagged_release(t.ref);
-        t.ref = nullptr;
-        t.active = false;
-    }
-}
-
 bool ShmConnection::handle_req(const L::EntryHdr &h, const std::byte *payload) {
     bool se = h.flags & L::kFlagSolicited;
     std::array<iovec, L::kMaxIov> iov;
