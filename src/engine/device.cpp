@@ -103,6 +103,58 @@ bool Cq::push(const Cqe &e) {
     return true;
 }
 
+ri_api_return_t Cq::resize(uint32_t &num_cqe) {
+    if (num_cqe > Limits::kMaxCqes) return RI_RET_CQ_CAPACITY_EXCEEDED;
+    if (overflowed.load(std::memory_order_acquire)) return RI_RET_CQ_ERROR;
+    // Stop producers, move every CQE across, keep them all (RNICPI L2998).
+    resize_gate.close();
+    struct Reopen {
+        ScopedGate &g;
+        ~Reopen() { g.open(); }
+    } reopen{resize_gate};
+    if (num_cqe < ring.size()) return RI_RET_CQ_WOULD_OVERFLOW;
+    SlotQueue<Cqe> bigger;
+    bigger.reset(num_cqe, 0);
+    ring.move_into(bigger);
+    ring.swap(bigger);
+    requested = num_cqe;
+    num_cqe = static_cast<uint32_t>(ring.capacity());
+    return RI_RET_SUCCESS;
+}
+
+ri_api_return_t Srq::modify(uint32_t m, ri_srq_attr_t &a) {
+    std::lock_guard lk(post_mu);
+    const uint32_t new_max = (m & RI_SRQ_ATTR_MAX_WRS) ? a.max_wrs : max_wrs;
+    const uint32_t new_lowat =
+        (m & RI_SRQ_ATTR_LOWAT) ? a.lowat : lowat.load(std::memory_order_acquire);
+    if ((m & RI_SRQ_ATTR_MAX_WRS) && a.max_wrs > Limits::kMaxWrsSrq)
+        return RI_RET_RNIC_WR_LIMIT_EXCEEDED;
+    if ((m & RI_SRQ_ATTR_MAX_WRS) && a.max_wrs == 0) return RI_RET_INVALID_PARAMETER;
+    if (new_lowat > new_max) return RI_RET_SRQ_LIMIT_OUT_OF_RANGE;
+    if (m & RI_SRQ_ATTR_MAX_WRS) {
+        resize_gate.close();
+        struct Reopen {
+            ScopedGate &g;
+            ~Reopen() { g.open(); }
+        } reopen{resize_gate};
+        if (a.max_wrs < ring.size()) return RI_RET_SRQ_CANNOT_SHRINK;
+        SlotQueue<RecvWqe, ri_data_seg_t> bigger(a.max_wrs, max_sgl);
+        ring.move_into(bigger);
+        ring.swap(bigger);
+        max_wrs = static_cast<uint32_t>(ring.capacity());
+    }
+    if (m & RI_SRQ_ATTR_LOWAT) {
+        // Setting lowat arms the limit event; it cannot be disarmed (RNICPI L4867-4874).
+        lowat.store(a.lowat, std::memory_order_release);
+        if (a.lowat) limit_armed.store(true, std::memory_order_release);
+    }
+    a.max_wrs = max_wrs;
+    a.max_sgl = max_sgl;
+    a.lowat = lowat.load(std::memory_order_acquire);
+    a.srq_armed = limit_armed.load(std::memory_order_acquire);
+    return RI_RET_SUCCESS;
+}
+
 uint32_t Cq::poll(ri_wc_t *out, uint32_t max) {
     // No resize gate here: a poll and a resize of the same CQ never overlap (the consumer
     // serialises calls on one CQ, or the provider-serialised view holds the handle's lock).

@@ -104,6 +104,9 @@ class Cq : public Object {
     // Consumer side: true when poll() would return something. Inline, for the empty
     // polls of a busy-polling consumer.
     bool has_completions() const { return ring.ready_for_single_consumer(); }
+    // ri_cq_modify's resize to `num_cqe` (RNICPI L2998): producers stop, every CQE moves
+    // across. `num_cqe` becomes the capacity granted. Caller serialises it against polls.
+    ri_api_return_t resize(uint32_t &num_cqe);
 };
 
 // A receive WQE as kept in a receive queue or SRQ; its SGEs trail it in the slot.
@@ -126,6 +129,10 @@ class Srq : public Object {
     std::atomic<uint32_t> posted{0};  // WQEs in the queue
     ScopedGate resize_gate;
     std::mutex post_mu;  // orders posters against resize (posters are the consumer's threads)
+
+    // ri_srq_modify: the size and/or the limit of `mask` (RNICPI L4867-4874), then `a` gets
+    // the SRQ's attributes as they now are.
+    ri_api_return_t modify(uint32_t mask, ri_srq_attr_t &a);
 };
 
 class Device {

@@ -50,27 +50,7 @@ struct CqOps {
             if (!c) return RI_RET_CQ_INVALID_HANDLE;
             if (!attr || raw(mask) != RI_CQ_MODIFY_MASK_NUM_CQE) return RI_RET_INVALID_PARAMETER;
             if (attr->num_cqe == 0) return RI_RET_INVALID_PARAMETER;
-            if (attr->num_cqe > Limits::kMaxCqes) return RI_RET_CQ_CAPACITY_EXCEEDED;
-            if (c->overflowed.load(std::memory_order_acquire)) return RI_RET_CQ_ERROR;
-            // Resize: stop producers, move every CQE across, keep them all (L2998).
-            c->resize_gate.close();
-            if (attr->num_cqe < c->ring.size()) {
-                c->resize_gate.open();
-                return RI_RET_CQ_WOULD_OVERFLOW;
-            }
-            SlotQueue<Cqe> bigger;
-            try {
-                bigger.reset(attr->num_cqe, 0);
-            } catch (...) {
-                c->resize_gate.open();
-                throw;
-            }
-            c->ring.move_into(bigger);
-            c->ring.swap(bigger);
-            c->requested = attr->num_cqe;
-            c->resize_gate.open();
-            attr->num_cqe = static_cast<uint32_t>(c->ring.capacity());
-            return RI_RET_SUCCESS;
+            return c->resize(attr->num_cqe);
         });
     }
 

@@ -57,35 +57,7 @@ struct SrqOps {
             uint32_t m = raw(mask);
             if (!a || (m & ~uint32_t(RI_SRQ_ATTR_MAX_WRS | RI_SRQ_ATTR_LOWAT)) || !m)
                 return RI_RET_INVALID_PARAMETER;
-            std::lock_guard lk(s->post_mu);
-            uint32_t new_max = (m & RI_SRQ_ATTR_MAX_WRS) ? a->max_wrs : s->max_wrs;
-            uint32_t new_lowat = (m & RI_SRQ_ATTR_LOWAT) ? a->lowat : s->lowat.load();
-            if ((m & RI_SRQ_ATTR_MAX_WRS) && a->max_wrs > Limits::kMaxWrsSrq)
-                return RI_RET_RNIC_WR_LIMIT_EXCEEDED;
-            if ((m & RI_SRQ_ATTR_MAX_WRS) && a->max_wrs == 0) return RI_RET_INVALID_PARAMETER;
-            if (new_lowat > new_max) return RI_RET_SRQ_LIMIT_OUT_OF_RANGE;
-            if (m & RI_SRQ_ATTR_MAX_WRS) {
-                s->resize_gate.close();
-                if (a->max_wrs < s->ring.size()) {
-                    s->resize_gate.open();
-                    return RI_RET_SRQ_CANNOT_SHRINK;
-                }
-                SlotQueue<RecvWqe, ri_data_seg_t> bigger(a->max_wrs, s->max_sgl);
-                s->ring.move_into(bigger);
-                s->ring.swap(bigger);
-                s->max_wrs = static_cast<uint32_t>(s->ring.capacity());
-                s->resize_gate.open();
-            }
-            if (m & RI_SRQ_ATTR_LOWAT) {
-                // Setting lowat arms the limit event; it cannot be disarmed (L4867-4874).
-                s->lowat.store(a->lowat, std::memory_order_release);
-                if (a->lowat) s->limit_armed.store(true, std::memory_order_release);
-            }
-            a->max_wrs = s->max_wrs;
-            a->max_sgl = s->max_sgl;
-            a->lowat = s->lowat.load(std::memory_order_acquire);
-            a->srq_armed = s->limit_armed.load(std::memory_order_acquire);
-            return RI_RET_SUCCESS;
+            return s->modify(m, *a);
         });
     }
 
