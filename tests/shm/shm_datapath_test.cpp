@@ -689,18 +689,21 @@ INSTANTIATE_TEST_SUITE_P(Transports, LastByte, ::testing::Values(Xport::Shm, Xpo
 // the message that made it park, can run at once: the doorbell count is checked for the
 // first case only, every round's completion for both.
 
+// While one lives, parked progress threads look for the end of the polls only after longer
+// than kTimeout: only a wake-up ends a park.
+struct LongPark {
+    std::chrono::milliseconds before = transport::ProgressEngine::set_park_recheck_for_testing(
+        std::chrono::duration_cast<std::chrono::milliseconds>(kTimeout) * 2);
+    ~LongPark() { transport::ProgressEngine::set_park_recheck_for_testing(before); }
+};
+
 class ShmParked : public ::testing::TestWithParam<Xport> {};
 
 TEST_P(ShmParked, WriteReachesATargetWhoseThreadIsParked) {
     const Xport x = GetParam();
     constexpr uint32_t kRounds = 60;
     constexpr size_t kLen = 64 << 10;
-    // Longer than kTimeout: only a wake-up ends a park (restored before the RNICs go).
-    struct LongPark {
-        std::chrono::milliseconds before = transport::ProgressEngine::set_park_recheck_for_testing(
-            std::chrono::duration_cast<std::chrono::milliseconds>(kTimeout) * 2);
-        ~LongPark() { transport::ProgressEngine::set_park_recheck_for_testing(before); }
-    } long_park;
+    LongPark long_park;
     Buf tx(kLen), rx(kLen), msg(64), inbox(64);
     Rnic ra("a"), rb("b");
     ASSERT_TRUE(ra.ok() && rb.ok());
@@ -860,6 +863,55 @@ class ShmDirect : public ::testing::Test {
             ASSERT_NO_FATAL_FAILURE(round(0, len));
         ASSERT_GT(shm::stats().direct_writes, before) << "A never placed a write into rx";
     }
+    // One poll of B's CQ (an RDMA Write completes nothing there) and one of A's, which
+    // takes A's completion of the round's write into `a_wc` when it comes.
+    void poll_both_cqs(ri_rc_wc_t &a_wc, bool &a_done) {
+        ri_wc_t w;
+        uint_t n = 1;
+        poll_raw(rb, b->rcq, &w, &n);
+        ASSERT_EQ(n, 0u) << "a completion at B";
+        n = 1;
+        poll_raw(ra, a->scq, &w, &n);
+        if (n == 0) return;
+        ASSERT_FALSE(a_done) << "a second completion at A";
+        a_wc = w.rc_wc;
+        a_done = true;
+    }
+    // A round of `len` bytes into rx whose applications both poll their CQs, on this one
+    // thread, so that neither can be off the CPU while the other goes on: after a pause
+    // (an isolated write, which A would place itself were B's hint set), B polls its CQ
+    // well over the transport's 64 empty passes after which it asks for its ring back,
+    // then A posts, and B polls until the write is in rx.
+    void cq_polled_round(size_t len) {
+        constexpr uint32_t kPollsBeforePost = 256;
+        const uint32_t k = next++;
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        pp_prepare(tx.data(), len, pp_fill(k), pp_last(k));
+        ri_rc_wc_t wc{};
+        bool done = false;
+        for (uint32_t i = 0; i < kPollsBeforePost; ++i)
+            ASSERT_NO_FATAL_FAILURE(poll_both_cqs(wc, done));
+        ASSERT_FALSE(done) << "round " << k << ": a completion before the post";
+        ri_data_seg_t s = sge(tx.data(), static_cast<uint32_t>(len), mt->ltag);
+        ASSERT_EQ(post_write(a, kSig, k, &s, 1, rx.va(), mr->rtag), RI_RET_SUCCESS);
+        std::atomic_ref<uint8_t> last(rx.data()[len - 1]);
+        const auto end = Clock::now() + kTimeout;
+        for (;;) {
+            ASSERT_NO_FATAL_FAILURE(poll_both_cqs(wc, done));
+            bool arrived = false;
+            {
+                [[maybe_unused]] CrossProcessAccess unordered_for_tsan;
+                arrived = last.load(std::memory_order_acquire) == pp_last(k);
+            }
+            if (done && arrived) break;
+            ASSERT_LT(Clock::now(), end)
+                << "round " << k << (done ? ": the write never arrived" : ": no completion at A");
+        }
+        ASSERT_EQ(wc.id, k);
+        ASSERT_EQ(wc.op_status, RI_WC_STATUS_SUCCESS) << "round " << k;
+        ASSERT_EQ(pp_check(rx.data(), len, pp_fill(k)), SIZE_MAX)
+            << "round " << k << ": the last byte arrived before the rest";
+    }
     // A write the target must refuse (its STag no longer stands): A's QP ends in Error with
     // the target's Terminate, and rx is untouched.
     void refused_write() {
@@ -908,35 +960,25 @@ TEST_F(ShmDirect, NoGrantWithoutCma) {
 }
 
 // B first polls memory only (A places its writes), then its application polls its CQ: B
-// must ask for its ring back although A's writes no longer show up there to tell it.
+// must ask for its ring back although A's writes no longer show up there to tell it, and
+// keep it while it polls.
+//
+// B's application polls on this thread, not on one of its own: a polling thread on a
+// loaded machine can be kept off the CPU for milliseconds while this one, waking from its
+// pauses, gets a CPU at once; B's progress thread then takes A's writes from the ring and
+// rightly asks for placement (nobody polls B's CQ), and A places the writes that follow
+// until the poller runs again. On one thread B's polls cannot fall behind A's posts, and
+// both progress threads stay parked (each armed itself while nobody polled its CQ, so the
+// first write's doorbells may wake it once): every write must go through the ring.
 TEST_F(ShmDirect, ATargetPollingItsCqGetsItsWritesThroughTheRing) {
+    LongPark long_park;
     ASSERT_NO_FATAL_FAILURE(bring_up(a, b, Xport::Shm));
     ASSERT_NO_FATAL_FAILURE(placed_rounds(8));
-    std::atomic<bool> stop{false};
-    std::thread poller([&] {
-        while (!stop.load(std::memory_order_acquire)) {
-            ri_wc_t w;
-            uint_t n = 1;
-            poll_raw(rb, b->rcq, &w, &n);
-        }
-    });
-    struct Stop {
-        std::atomic<bool> &s;
-        std::thread &t;
-        ~Stop() {
-            s.store(true, std::memory_order_release);
-            t.join();
-        }
-    } stop_poller{stop, poller};
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // B's thread parks
     const uint64_t direct0 = shm::stats().direct_writes;
     for (uint32_t i = 0; i < kRounds; ++i)
-        ASSERT_NO_FATAL_FAILURE(round(0, 8));
-    const uint64_t direct = shm::stats().direct_writes - direct0;
-    // The ring is faster when B's poller takes the entry at once. B's thread may still
-    // take one now and then (the poller off its CPU); 64 polls later B asks for the ring
-    // again.
-    EXPECT_LT(direct, kRounds / 4) << "writes to a CQ-polling target skipped its ring";
+        ASSERT_NO_FATAL_FAILURE(cq_polled_round(8));
+    EXPECT_EQ(shm::stats().direct_writes - direct0, 0u)
+        << "writes to a CQ-polling target skipped its ring";
 }
 
 TEST_F(ShmDirect, DeregWithdrawsTheGrant) {
