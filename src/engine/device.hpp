@@ -104,6 +104,10 @@ class Cq : public Object {
     // Consumer side: true when poll() would return something. Inline, for the empty
     // polls of a busy-polling consumer.
     bool has_completions() const { return ring.ready_for_single_consumer(); }
+
+  private:
+    // SOFTRNIC_LOG=debug: one line for a completion in error (push() asks only at that level).
+    void log_error_completion(const Cqe &e) const;
 };
 
 // A receive WQE as kept in a receive queue or SRQ; its SGEs trail it in the slot.
