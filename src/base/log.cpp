@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <iterator>
-#include <string>
 #include <string_view>
 
 #include "base/config.hpp"
@@ -107,19 +107,36 @@ void emit(uint8_t level, uint8_t subsys, const char *fmt, va_list ap) noexcept {
     va_end(ap);
 }
 
+// Appends `text` to the bounded `buf` (cut when full; fixed buffers: no allocation, so
+// nothing here can throw).
+template <size_t N>
+void append(char (&buf)[N], size_t &len, std::string_view text) {
+    const size_t n = std::min(text.size(), N - 1 - len);
+    std::memcpy(buf + len, text.data(), n);
+    len += n;
+    buf[len] = '\0';
+}
+
 // SOFTRNIC_LOG_FILE, with every "%p" replaced by the process id (one file per process
 // of a multi-process job). -1 when it cannot be opened.
 int open_log_file(const char *pattern) {
-    std::string path;
+    char path[PATH_MAX] = {};
+    size_t len = 0;
+    char pid[24];
+    std::snprintf(pid, sizeof pid, "%ld", long(::getpid()));
     for (const char *p = pattern; *p; ++p) {
         if (p[0] == '%' && p[1] == 'p') {
-            path += std::to_string(::getpid());
+            append(path, len, pid);
             ++p;
         } else {
-            path += *p;
+            append(path, len, std::string_view(p, 1));
         }
     }
-    return ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (len == sizeof path - 1) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 }
 
 // Reads the three variables and publishes the thresholds; then warns about what it could
@@ -138,7 +155,8 @@ void configure() noexcept {
 
     bool on[kLogSubsysCount];
     std::fill(std::begin(on), std::end(on), true);
-    std::string unknown;  // the names SOFTRNIC_LOG_SUBSYS gave that are no subsystem
+    char unknown[128] = {};  // the names SOFTRNIC_LOG_SUBSYS gave that are no subsystem
+    size_t unknown_len = 0;
     if (const char *v = env_value(EnvVar::LogSubsys); v && *v && !same_word(trim(v), "all")) {
         bool chosen[kLogSubsysCount] = {};
         bool any = false;
@@ -148,14 +166,17 @@ void configure() noexcept {
             std::string_view name = trim(rest.substr(0, comma));
             rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
             if (name.empty()) continue;
-            bool known = false;
-            for (size_t i = 0; i < kLogSubsysCount; ++i)
-                if (same_word(name, kSubsysNames[i])) chosen[i] = known = any = true;
-            if (same_word(name, "all"))
-                std::fill(std::begin(chosen), std::end(chosen), known = any = true);
+            const bool all = same_word(name, "all");
+            bool known = all;
+            for (size_t i = 0; i < kLogSubsysCount; ++i) {
+                if (!all && !same_word(name, kSubsysNames[i])) continue;
+                chosen[i] = true;
+                known = true;
+            }
+            any = any || known;
             if (!known) {
-                if (!unknown.empty()) unknown += ',';
-                unknown.append(name);
+                if (unknown_len) append(unknown, unknown_len, ",");
+                append(unknown, unknown_len, name);
             }
         }
         if (any) std::copy(std::begin(chosen), std::end(chosen), std::begin(on));
@@ -179,11 +200,11 @@ void configure() noexcept {
     if (bad_level)
         warn_config("SOFTRNIC_LOG=%s is not a level (error, warn, info, debug, trace): using warn",
                     bad_level);
-    if (!unknown.empty())
+    if (unknown_len)
         warn_config(
             "SOFTRNIC_LOG_SUBSYS: no subsystem named %s (known: base, engine, rnicpi, "
             "transport, tcp, shm, cm, dat, all)",
-            unknown.c_str());
+            unknown);
     if (file_err != 0)
         warn_config("SOFTRNIC_LOG_FILE=%s cannot be opened (%s): logging to stderr", file_name,
                     std::strerror(file_err));

@@ -123,6 +123,13 @@ TEST(Log, UnknownSubsystemWarnsOnceAndKeepsTheKnownOnes) {
     EXPECT_EQ(cap.count("from shm"), 0u);
 }
 
+TEST(Log, OnlyUnknownSubsystemsMeanAll) {
+    Capture cap("info", "nic,,wire");
+    SOFTRNIC_LOG(Info, Shm, "from shm");
+    EXPECT_EQ(cap.count("SOFTRNIC_LOG_SUBSYS: no subsystem named nic,wire"), 1u) << cap.text();
+    EXPECT_EQ(cap.count("from shm"), 1u);
+}
+
 TEST(Log, DisabledLogPointEvaluatesNothing) {
     Capture cap("warn");
     int evaluated = 0;
