@@ -8,7 +8,7 @@ namespace softrnic::base {
 namespace {
 
 // The meanings are what README's environment table says, shortened to a line or two.
-constexpr std::array<softrnic_env_var_t, 6> kEnvVars{{
+constexpr std::array<softrnic_env_var_t, 9> kEnvVars{{
     {"SOFTRNIC_TRANSPORT", "auto",
      "transport of new connections: auto (shm to a peer on this host and netns, else TCP), "
      "shm (shm only), tcp (TCP only; listeners do not offer shm). Read when a connection "
@@ -28,9 +28,19 @@ constexpr std::array<softrnic_env_var_t, 6> kEnvVars{{
     {"SOFTRNIC_GATE_FENCED", "0",
      "1: each gate entry fences its own store instead of relying on membarrier(2). Read "
      "when libsoftrnic loads."},
+    {"SOFTRNIC_LOG", "warn",
+     "log level: error, warn, info, debug or trace (an invalid value means warn, with a "
+     "warning). One line per event on stderr: time, pid:tid, level, subsystem, message. "
+     "Read once, at the first log point."},
+    {"SOFTRNIC_LOG_SUBSYS", "all",
+     "comma-separated subsystems to log: base, engine, rnicpi, transport, tcp, shm, cm, dat "
+     "(or all). Read with SOFTRNIC_LOG."},
+    {"SOFTRNIC_LOG_FILE", "(stderr)",
+     "append log lines to this file instead of stderr; %p in the name is replaced by the "
+     "process id. Read with SOFTRNIC_LOG."},
 }};
 
-static_assert(static_cast<size_t>(EnvVar::GateFenced) + 1 == kEnvVars.size(),
+static_assert(static_cast<size_t>(EnvVar::LogFile) + 1 == kEnvVars.size(),
               "one entry per EnvVar, in its order");
 
 }  // namespace

@@ -19,6 +19,9 @@ enum class EnvVar : uint8_t {
     ShmDirectWrites,
     ShmCma,
     GateFenced,
+    Log,
+    LogSubsys,
+    LogFile,
 };
 
 // Indexed by EnvVar.

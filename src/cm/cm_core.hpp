@@ -68,6 +68,16 @@ struct Conn {
     ProtocolEngine *engine = nullptr;
 };
 
+// "127.0.0.1:4791", "[::1]:4791": an address as log lines show it.
+struct AddressText {
+    char text[64];
+};
+AddressText address_text(const Address &a);
+
+// Logs an event of `c` as it is queued (`reported`: the consumer will receive it; an
+// outcome nobody hears of is logged at debug only). SOFTRNIC_LOG_SUBSYS name: cm.
+void log_event(const Conn &c, const Event &ev, bool reported);
+
 // State shared by the core and its engines. Everything below `mu` is guarded by it; an
 // engine is only ever called with it held.
 struct ManagerCore {
@@ -85,16 +95,18 @@ struct ManagerCore {
     void poke();
     bool arm(Conn &c, uint32_t events, bool add);
     void disarm(Conn &c);
-    // Queues an event (built in place: one of Event's alternatives).
+    // Queues an event of `c` (one of Event's alternatives).
     template <class Ev>
-    void deliver(Ev &&ev) {
-        pending.emplace_back(std::forward<Ev>(ev));
+    void deliver(const Conn &c, Ev &&ev) {
+        log_event(c, pending.emplace_back(std::forward<Ev>(ev)), true);
     }
     // Ends a connection the manager still owns; reports it when someone is waiting for it.
     template <class Ev>
     void finish(Conn &c, Ev ev, bool report) {
         disarm(c);
-        if (report) pending.emplace_back(std::move(ev));
+        Event e{std::move(ev)};
+        log_event(c, e, report);
+        if (report) pending.push_back(std::move(e));
         conns.erase(c.id);  // closes the fd; `c` is gone
     }
     // Forgets a connection whose stream was handed over (its fd released); `c` is gone.

@@ -3,6 +3,7 @@
 // (iwarp_engine.cpp).
 #include "cm/connection_manager.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -13,6 +14,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <span>
@@ -20,6 +22,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "base/log.hpp"
 #include "cm/cm_core.hpp"
 #include "cm/iwarp_engine.hpp"
 #include "cm/shm_rendezvous.hpp"
@@ -41,7 +44,9 @@ const char *to_string(LlpTransport t) {
 }
 
 bool release_unclaimed(ri_llp_stream_handle_t h) {
-    return transport::llp::release(h);
+    const bool released = transport::llp::release(h);
+    if (released) SOFTRNIC_LOG(Info, Cm, "stream %d torn down: released unclaimed", int(h));
+    return released;
 }
 
 const char *to_string(FailReason r) {
@@ -97,6 +102,107 @@ Address copy_address(const sockaddr *a, socklen_t len) {
 }  // namespace
 
 namespace detail {
+
+AddressText address_text(const Address &a) {
+    AddressText out{};
+    char ip[INET6_ADDRSTRLEN] = "?";
+    if (a.storage.ss_family == AF_INET) {
+        const auto *s = reinterpret_cast<const sockaddr_in *>(&a.storage);
+        ::inet_ntop(AF_INET, &s->sin_addr, ip, sizeof ip);
+        std::snprintf(out.text, sizeof out.text, "%s:%u", ip, unsigned(ntohs(s->sin_port)));
+    } else if (a.storage.ss_family == AF_INET6) {
+        const auto *s = reinterpret_cast<const sockaddr_in6 *>(&a.storage);
+        ::inet_ntop(AF_INET6, &s->sin6_addr, ip, sizeof ip);
+        std::snprintf(out.text, sizeof out.text, "[%s]:%u", ip, unsigned(ntohs(s->sin6_port)));
+    } else {
+        std::snprintf(out.text, sizeof out.text, "(no address)");
+    }
+    return out;
+}
+
+namespace {
+
+// "ECONNREFUSED (Connection refused)"; thread-safe, unlike strerror.
+struct ErrnoText {
+    char text[96];
+};
+ErrnoText errno_text(int err) {
+    ErrnoText out{};
+    const char *name = err ? ::strerrorname_np(err) : nullptr;
+    const char *desc = err ? ::strerrordesc_np(err) : nullptr;
+    if (name && desc)
+        std::snprintf(out.text, sizeof out.text, "%s (%s)", name, desc);
+    else
+        std::snprintf(out.text, sizeof out.text, "errno %d", err);
+    return out;
+}
+
+struct LogEvent {
+    const Conn &c;
+    bool reported;
+    const char *who() const { return c.initiator ? "to" : "from"; }
+
+    void operator()(const Established &e) const {
+        SOFTRNIC_LOG(Info, Cm,
+                     "connection %llu %s %s established over %s%s (%s; ird %u, ord %u%s%s)",
+                     static_cast<unsigned long long>(e.id), who(), address_text(c.peer).text,
+                     to_string(e.transport),
+                     e.transport == LlpTransport::Shm ? (e.shm_cma ? " with CMA"
+                                                                   : " with bounce "
+                                                                     "buffers")
+                                                      : "",
+                     e.initiator ? "initiator" : "responder", e.params.ird, e.params.ord,
+                     e.params.crc ? ", CRC" : "", e.params.rfc7306 ? ", RFC 7306" : "");
+    }
+    void operator()(const ConnectRequest &r) const {
+        SOFTRNIC_LOG(Info, Cm, "connection %llu: request from %s on listener %llu (ird %u, ord %u)",
+                     static_cast<unsigned long long>(r.id), address_text(r.peer).text,
+                     static_cast<unsigned long long>(r.listener), r.ird, r.ord);
+    }
+    void operator()(const Rejected &r) const {
+        SOFTRNIC_LOG(Info, Cm, "connection %llu to %s refused: rejected by the peer",
+                     static_cast<unsigned long long>(r.id), address_text(c.peer).text);
+    }
+    void operator()(const Unreachable &u) const {
+        SOFTRNIC_LOG(Warn, Cm, "connection %llu to %s failed: unreachable, %s",
+                     static_cast<unsigned long long>(u.id), address_text(c.peer).text,
+                     errno_text(u.sys_errno).text);
+    }
+    void operator()(const TimedOut &t) const {
+        SOFTRNIC_LOG(Warn, Cm, "connection %llu to %s failed: timed out in set-up",
+                     static_cast<unsigned long long>(t.id), address_text(c.peer).text);
+    }
+    void operator()(const Failed &f) const {
+        // An outcome nobody hears of (a responder's set-up that ended before the consumer
+        // saw a request, or after it rejected one) was logged where it was decided.
+        if (reported)
+            log<base::LogLevel::Warn>(f);
+        else
+            log<base::LogLevel::Debug>(f);
+    }
+    template <base::LogLevel L>
+    void log(const Failed &f) const {
+        if (!base::log_on(L, base::LogSubsys::Cm)) return;
+        if (f.reason == FailReason::None)
+            softrnic_log_write(static_cast<uint8_t>(L), static_cast<uint8_t>(base::LogSubsys::Cm),
+                               "connection %llu %s %s failed in set-up: %s",
+                               static_cast<unsigned long long>(f.id), who(),
+                               address_text(c.peer).text,
+                               f.sys_errno ? errno_text(f.sys_errno).text : "closed");
+        else
+            softrnic_log_write(static_cast<uint8_t>(L), static_cast<uint8_t>(base::LogSubsys::Cm),
+                               "connection %llu %s %s failed in set-up: %s (protocol code %u)",
+                               static_cast<unsigned long long>(f.id), who(),
+                               address_text(c.peer).text, to_string(f.reason),
+                               unsigned(f.protocol_code));
+    }
+};
+
+}  // namespace
+
+void log_event(const Conn &c, const Event &ev, bool reported) {
+    std::visit(LogEvent{c, reported}, ev);
+}
 
 void Fd::reset() {
     if (fd_ >= 0) ::close(fd_);
@@ -158,6 +264,10 @@ struct ConnectionManager::Impl {
                 // Another user: close before reading a byte (no MPA, no segment). Abstract
                 // sockets have no permissions; this is what keeps other users out.
                 ::close(fd);
+                SOFTRNIC_LOG(Warn, Cm,
+                             "listener %llu: shm connection from another user refused (a "
+                             "listener's segments go to its own user only)",
+                             static_cast<unsigned long long>(lid));
                 continue;
             }
             std::unique_ptr<Conn> c = iwarp.new_responder(unix_side);
@@ -169,6 +279,9 @@ struct ConnectionManager::Impl {
             if (core.opts.request_timeout.count() > 0)
                 c->deadline = Clock::now() + core.opts.request_timeout;
             if (!core.arm(*c, EPOLLIN, true)) continue;  // `c` closes its fd
+            SOFTRNIC_LOG(Debug, Cm, "connection %llu: accepted from %s over %s on listener %llu",
+                         static_cast<unsigned long long>(c->id), detail::address_text(c->peer).text,
+                         unix_side ? "shm" : "tcp", static_cast<unsigned long long>(lid));
             core.conns.emplace(c->id, std::move(c));
         }
     }
@@ -241,6 +354,11 @@ ConnectionManager::~ConnectionManager() {
     // Sockets handed over in Established events nobody received are still ours to close.
     for (Event &e : impl_->core.pending)
         if (auto *est = std::get_if<Established>(&e)) release_unclaimed(est->llp);
+    if (!impl_->core.conns.empty() || !impl_->listeners.empty())
+        SOFTRNIC_LOG(Info, Cm,
+                     "manager torn down: %zu connection(s) still in set-up and %zu listener(s) "
+                     "closed",
+                     impl_->core.conns.size(), impl_->listeners.size());
     // Listeners, connections, epoll and eventfd close through their Fd members.
 }
 
@@ -328,6 +446,12 @@ CmResult<ConnId> ConnectionManager::listen(const sockaddr *addr, socklen_t len, 
         }
         impl_->unix_listeners.emplace(l.unix_id, id);
     }
+    SOFTRNIC_LOG(Info, Cm, "listener %llu on %s (%s)", static_cast<unsigned long long>(id),
+                 detail::address_text(l.addr).text,
+                 l.unix_fd.get() >= 0 ? "tcp and shm"
+                 : impl_->core.policy.offers_shm()
+                     ? "tcp only: the shm rendezvous name is taken"
+                     : "tcp only: SOFTRNIC_TRANSPORT or Options::transport is tcp");
     impl_->listeners.emplace(id, std::move(l));
     res.value = id;
     return res;
@@ -344,6 +468,7 @@ CmStatus ConnectionManager::stop_listen(ConnId listener) {
         impl_->unix_listeners.erase(it->second.unix_id);
     }
     impl_->listeners.erase(it);  // connections already accepted on it carry on
+    SOFTRNIC_LOG(Info, Cm, "listener %llu closed", static_cast<unsigned long long>(listener));
     return CmStatus::Ok;
 }
 
@@ -394,7 +519,11 @@ CmResult<ConnId> ConnectionManager::connect(const sockaddr *addr, socklen_t len,
     if (shm_only_failed) {
         std::lock_guard lk(core.mu);
         c->id = core.next_id++;
-        core.deliver(Unreachable{c->id, shm_err});
+        SOFTRNIC_LOG(Info, Cm,
+                     "connection %llu to %s: shm only (SOFTRNIC_TRANSPORT or Options::transport "
+                     "is shm), and no shm listener of this user answers there",
+                     static_cast<unsigned long long>(c->id), detail::address_text(c->peer).text);
+        core.deliver(*c, Unreachable{c->id, shm_err});
         core.poke();
         return {CmStatus::Ok, 0, c->id};
     }
@@ -412,8 +541,22 @@ CmResult<ConnId> ConnectionManager::connect(const sockaddr *addr, socklen_t len,
     c->id = core.next_id++;
     ConnId id = c->id;
     c->fd = std::move(fd);
+    if (use_shm)
+        SOFTRNIC_LOG(Info, Cm,
+                     "connection %llu to %s: shm (the peer listens on this host, in this netns, "
+                     "as this user)",
+                     static_cast<unsigned long long>(id), detail::address_text(c->peer).text);
+    else if (core.policy.tries_shm())
+        SOFTRNIC_LOG(Info, Cm,
+                     "connection %llu to %s: tcp (no shm listener of this user there: %s)",
+                     static_cast<unsigned long long>(id), detail::address_text(c->peer).text,
+                     detail::errno_text(shm_err).text);
+    else
+        SOFTRNIC_LOG(Info, Cm,
+                     "connection %llu to %s: tcp (SOFTRNIC_TRANSPORT or Options::transport is tcp)",
+                     static_cast<unsigned long long>(id), detail::address_text(c->peer).text);
     if (rc != 0 && err != EINPROGRESS && err != EINTR) {
-        core.deliver(Unreachable{id, err});
+        core.deliver(*c, Unreachable{id, err});
         core.poke();
         return {CmStatus::Ok, 0, id};
     }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/log.hpp"
 #include "transport/llp_registry.hpp"
 #include "transport/shm/shm.hpp"
 #include "transport/tcp/tcp_channel.hpp"
@@ -217,7 +218,7 @@ struct Machine {
             return;
         }
         c.fd.release();  // the transport owns it now (and the consumer the handle)
-        core.deliver(std::move(e));
+        core.deliver(c, std::move(e));
         core.forget(c);
     }
 
@@ -248,7 +249,7 @@ struct Machine {
             return;
         }
         c.fd.release();  // the consumer owns it now
-        core.deliver(std::move(e));
+        core.deliver(c, std::move(e));
         core.forget(c);
     }
 
@@ -471,6 +472,10 @@ struct Machine {
         if (c.parser.state() == w::MpaParser::State::NeedMore) return;
         if (c.parser.state() == w::MpaParser::State::Error) {
             w::Status e = c.parser.error();
+            SOFTRNIC_LOG(Warn, Cm,
+                         "connection %llu: request from %s refused: %s (protocol code %u)",
+                         static_cast<unsigned long long>(c.id), address_text(c.peer).text,
+                         to_string(reason_of(e)), unsigned(e));
             if (e == w::Status::MpaBadKey) {
                 fail(c, e, 0);  // not an MPA peer: close without a reply (like siw)
                 return;
@@ -503,7 +508,7 @@ struct Machine {
         // Only the peer giving up (FIN or error) matters until the ULP answers; early bytes
         // from it are a protocol error the QP will see, not our business.
         core.arm(c, EPOLLRDHUP, false);
-        core.deliver(std::move(ev));
+        core.deliver(c, std::move(ev));
     }
 
     void on_ready(IwConn &c, uint32_t events) {
@@ -626,6 +631,8 @@ CmStatus IwarpEngine::reject(Conn &conn, std::span<const uint8_t> private_data) 
     if (c.initiator || c.state != State::AwaitUlp) return CmStatus::WrongState;
     // The ULP already knows the outcome: the close that follows is not reported.
     c.ulp_knows = false;
+    SOFTRNIC_LOG(Info, Cm, "connection %llu from %s refused: rejected by the consumer",
+                 static_cast<unsigned long long>(c.id), address_text(c.peer).text);
     Machine{core_}.refuse(c, w::mpa_make_reject(c.parser.frame(), private_data));
     return CmStatus::Ok;
 }

@@ -1,5 +1,6 @@
 #include "engine/device.hpp"
 
+#include "base/log.hpp"
 #include "engine/qp.hpp"
 
 namespace softrnic::engine {
@@ -28,9 +29,29 @@ void Device::stop_events() {
     events.stop();
 }
 
+namespace {
+
+const char *kind_name(ObjKind k) {
+    switch (k) {
+        case ObjKind::Qp:
+            return "QP";
+        case ObjKind::Cq:
+            return "CQ";
+        case ObjKind::Srq:
+            return "SRQ";
+        default:
+            return "RNIC";
+    }
+}
+
+}  // namespace
+
 void Device::raise(ri_async_event_type_t type, void *object, ObjKind kind, ri_os_data_t os_data) {
     // Events raised while no handler is registered are lost (L2067-2071).
     ri_async_event_callback_t cb = async_cb.load(std::memory_order_acquire);
+    SOFTRNIC_LOG(Info, Engine, "%s: async event %s on %s %p%s", name_.c_str(),
+                 async_event_name(type), kind_name(kind), object,
+                 cb ? "" : " (lost: no async handler registered, RNICPI L2067)");
     if (!cb) return;
     QueuedEvent ev;
     ev.kind = EventKind::Async;
@@ -84,7 +105,20 @@ void Device::deliver(const QueuedEvent &ev) {
     }
 }
 
+void Cq::log_error_completion(const Cqe &e) const {
+    if (e.wc.op_status == RI_WC_STATUS_SUCCESS) return;
+    SOFTRNIC_LOG(Debug, Engine,
+                 "%s: completion in error on CQ %p: %s, work request 0x%llx (type %d), QP "
+                 "context %p",
+                 dev->name().c_str(), handle, wc_status_name(e.wc.op_status),
+                 static_cast<unsigned long long>(e.wc.id), static_cast<int>(e.wc.op_type),
+                 e.wc.qp_os_data);
+}
+
 bool Cq::push(const Cqe &e) {
+    // Behind the level's branch first: nothing but that branch on the success path.
+    if (base::log_on(base::LogLevel::Debug, base::LogSubsys::Engine)) [[unlikely]]
+        log_error_completion(e);
     GateScope g(resize_gate, /*wait=*/true);
     if (overflowed.load(std::memory_order_acquire)) return false;
     bool ok = ring.push([&](Cqe &slot, std::span<std::byte>) { slot = e; });

@@ -107,6 +107,10 @@ class Cq : public Object {
     // ri_cq_modify's resize to `num_cqe` (RNICPI L2998): producers stop, every CQE moves
     // across. `num_cqe` becomes the capacity granted. Caller serialises it against polls.
     ri_api_return_t resize(uint32_t &num_cqe);
+
+  private:
+    // SOFTRNIC_LOG=debug: one line for a completion in error (push() asks only at that level).
+    void log_error_completion(const Cqe &e) const;
 };
 
 // A receive WQE as kept in a receive queue or SRQ; its SGEs trail it in the slot.

@@ -63,4 +63,8 @@ struct QueuedEvent {
     ri_os_data_t cq_os_data = nullptr;
 };
 
+// "RI_EVENT_QP_LLQ_CONNECTION_RESET", "RI_WC_STATUS_WR_FLUSHED_ERROR": for log lines.
+const char *async_event_name(ri_async_event_type_t t);
+const char *wc_status_name(ri_wc_status_t s);
+
 }  // namespace softrnic::engine

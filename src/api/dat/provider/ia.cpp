@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/log.hpp"
 #include "provider.hpp"
 #include "softrnic/softrnic.h"
 
@@ -128,6 +129,17 @@ DAT_RETURN ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HANDLE *asyn
         *async_evd = evd;
     } else if (*async_evd != DAT_EVD_ASYNC_EXISTS) {
         ia->async_evd = static_cast<Evd *>(*async_evd);
+    }
+    if (base::log_on(base::LogLevel::Info, base::LogSubsys::Dat)) {
+        char ip[INET_ADDRSTRLEN] = "?";
+        inet_ntop(AF_INET, &ia->addr.sin_addr, ip, sizeof ip);
+        const cm::Transport t = ia->cm->transport();
+        SOFTRNIC_LOG(Info, Dat, "dat_ia_open %s: IA %p on %s (instance data \"%s\"), RNIC %s, %s",
+                     name, static_cast<void *>(ia.get()), ip, reg.params.c_str(),
+                     ia->vp_name.c_str(),
+                     t == cm::Transport::Tcp   ? "connections over TCP only"
+                     : t == cm::Transport::Shm ? "connections over shm only"
+                                               : "connections over shm on this host, else TCP");
     }
     *ia_out = ia.release();
     return DAT_SUCCESS;
@@ -244,6 +256,9 @@ DAT_RETURN ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags) {
         free_evd_now(ia->async_evd);
     }
     ia->async_evd = nullptr;
+    SOFTRNIC_LOG(Info, Dat, "dat_ia_close %s: IA %p (%s, %zu object(s) it still had)",
+                 ia->name.c_str(), static_cast<void *>(ia),
+                 flags == DAT_CLOSE_GRACEFUL_FLAG ? "graceful" : "abrupt", kids.size());
     ia_teardown(ia);
     handles().retire(ia, destroy_obj);
     return DAT_SUCCESS;
