@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <mutex>
 #include <string_view>
 
 #include "base/config.hpp"
@@ -91,6 +92,10 @@ void emit(uint8_t level, uint8_t subsys, const char *fmt, va_list ap) noexcept {
     line[len++] = '\n';
     int fd = g_redirect.load(std::memory_order_acquire);
     if (fd < 0) fd = g_sink.load(std::memory_order_acquire);
+    // One line at a time from this process: a sink opened without O_APPEND (a shell's
+    // `2> file`) shares one file position, which concurrent writes may both use.
+    static std::mutex write_mu;
+    std::lock_guard lk(write_mu);
     for (size_t off = 0; off < len;) {
         ssize_t w = ::write(fd, line + off, len - off);
         if (w < 0 && errno == EINTR) continue;

@@ -151,7 +151,8 @@ TEST(Log, LongMessageIsCutToOneLine) {
     EXPECT_EQ(lines[0].substr(lines[0].size() - 3), "...");
 }
 
-// Each line is one write(2): lines of concurrent threads never interleave.
+// Lines of concurrent threads never interleave, even in a sink that has no O_APPEND (this
+// capture is a memfd without it: unserialised writes there shared the file position).
 TEST(Log, ConcurrentLinesStayWhole) {
     Capture cap("info");
     constexpr int kThreads = 4, kLines = 500;
