@@ -136,6 +136,9 @@ pair dtest_pingpong_check 300 dtest "-s $P -W -D -a -b 16384" "$H $P -W -D -a -b
 pair dtest_pingpong_poll 300 dtest "-s $P -W -a -p -t -b 4096" "$H $P -W -a -p -t -b 4096" "PASSED"
 pair dtest_cno 120 dtest "-s $P -c" "$H $P -c" "PASSED"
 pair dtestsrq 120 dtestsrq "-s $P -b 4096 -c 10 -B 10 -t 5" "$H $P -b 4096 -c 10 -B 10 -t 5" "Test Complete"
+# Without -b, dtestsrq sizes its messages from the provider attribute DAT_IB_TRANSPORT_MTU
+# (and exits with "IB_MTU was not found in provider attr" when the provider has none).
+pair dtestsrq_mtu 120 dtestsrq "-s $P" "$H $P" "Test Complete"
 pair dtestcm 600 dtestcm "-s $P -c $conns" "$H $P -c $conns" "Connections:"
 
 # dapltest: one server, several client runs, then the quit command.
