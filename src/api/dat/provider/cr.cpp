@@ -49,7 +49,7 @@ DAT_RETURN cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph, DAT_COUNT pd_size, cons
     }
     if (!handles().valid(ep, DAT_HANDLE_TYPE_EP))
         return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
-    if (DAT_RETURN r = check_pd(cr->ia, pd_size, pd)) return r;
+    if (DAT_RETURN r = check_pd(pd_size, pd, DAT_INVALID_ARG3, DAT_INVALID_ARG4)) return r;
     Ia *ia = cr->ia;
     // The SP's communicator and address: a CSP's own, the IA's for PSPs and RSPs.
     const bool from_csp = cr->sp_addr.ss_family != AF_UNSPEC;
@@ -104,7 +104,7 @@ DAT_RETURN cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph, DAT_COUNT pd_size, cons
 DAT_RETURN cr_reject(DAT_CR_HANDLE h, DAT_COUNT pd_size, const DAT_PVOID pd) {
     Cr *cr = as_cr(h);
     if (!cr) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CR);
-    if (DAT_RETURN r = check_pd(cr->ia, pd_size, pd)) return r;
+    if (DAT_RETURN r = check_pd(pd_size, pd, DAT_INVALID_ARG2, DAT_INVALID_ARG3)) return r;
     auto frame = wrap_pd(pd, size_t(pd_size), 0);
     if (cr->ia->cm) cr->ia->cm->reject(cr->id, frame);
     if (Ep *ep = cr->ep; ep && ep->provider_made) {

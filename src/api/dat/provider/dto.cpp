@@ -25,8 +25,8 @@ DAT_RETURN post_send_common(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
                             DAT_RMR_CONTEXT rmr) {
     Ep *ep = as_ep(h);
     if (!ep) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
-    if (n < 0 || n > ep->attr.max_request_iov || (n > 0 && !iov))
-        return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    if (n < 0 || n > ep->attr.max_request_iov) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    if (n > 0 && !iov) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     unsigned rf = 0;
     if (DAT_RETURN r = request_flags(ep, flags, rf)) return r;
     if (DAT_RETURN r = post_state(ep)) return r;
@@ -60,8 +60,8 @@ DAT_RETURN ep_post_recv(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov, DAT_
     Ep *ep = as_ep(h);
     if (!ep) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
     if (ep->srq) return err(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_RECV_WATERMARK);  // L7336
-    if (n < 0 || n > ep->attr.max_recv_iov || (n > 0 && !iov))
-        return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    if (n < 0 || n > ep->attr.max_recv_iov) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    if (n > 0 && !iov) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     // Receives take neither SUPPRESS nor BARRIER_FENCE (L8463).
     if (flags & ~unsigned(DAT_COMPLETION_SOLICITED_WAIT_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG))
         return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
@@ -92,11 +92,12 @@ DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov, DAT_DTO
     // Reads are split per segment, so any gather list the request queue takes is fine.
     DAT_COUNT max = read ? std::max(ep->attr.max_rdma_read_iov, ep->attr.max_request_iov)
                          : std::max(ep->attr.max_rdma_write_iov, ep->attr.max_request_iov);
-    if (n < 0 || n > std::max<DAT_COUNT>(max, 1) || (n > 0 && !iov))
+    if (n < 0 || n > std::max<DAT_COUNT>(max, 1))
         return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    if (n > 0 && !iov) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     if (!remote) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
     unsigned rf = 0;
-    if (DAT_RETURN r = request_flags(ep, flags, rf)) return r;
+    if (DAT_RETURN r = request_flags(ep, flags, rf, DAT_INVALID_ARG6)) return r;
     if (DAT_RETURN r = post_state(ep)) return r;
     Sgl sg;
     if (!sg.build(n, iov)) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);

@@ -34,9 +34,10 @@ DAT_EP_ATTR default_ep_attr(Ia *ia) {
     return a;
 }
 
-DAT_RETURN check_ep_attr(Ia *ia, const DAT_EP_ATTR &a, bool with_srq) {
+// `attr_arg` is the DAT_INVALID_ARGn subtype naming the attributes' position in the call.
+DAT_RETURN check_ep_attr(Ia *ia, const DAT_EP_ATTR &a, bool with_srq, DAT_RETURN attr_arg) {
     const ri_rnic_attr_t &r = ia->attr;
-    if (a.service_type != DAT_SERVICE_TYPE_RC) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6);
+    if (a.service_type != DAT_SERVICE_TYPE_RC) return err(DAT_INVALID_PARAMETER, attr_arg);
     if (a.qos != DAT_QOS_BEST_EFFORT) return err(DAT_MODEL_NOT_SUPPORTED);
     if (a.max_request_dtos < 0 || uint32_t(a.max_request_dtos) >= r.max_wrs_qp ||
         (!with_srq && (a.max_recv_dtos < 0 || uint32_t(a.max_recv_dtos) > r.max_wrs_qp)) ||
@@ -47,12 +48,12 @@ DAT_RETURN check_ep_attr(Ia *ia, const DAT_EP_ATTR &a, bool with_srq) {
         a.max_rdma_read_iov < 0 || uint32_t(a.max_rdma_read_iov) > r.max_sgl_send_recvqp ||
         a.max_rdma_write_iov < 0 || uint32_t(a.max_rdma_write_iov) > r.max_sgl_rdma_write ||
         a.max_message_size > (1u << 30) || a.max_rdma_size > (1u << 30))
-        return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6);
+        return err(DAT_INVALID_PARAMETER, attr_arg);
     const unsigned req_ok = DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG |
                             DAT_COMPLETION_EVD_THRESHOLD_FLAG;
     const unsigned recv_ok = DAT_COMPLETION_SOLICITED_WAIT_FLAG | DAT_COMPLETION_EVD_THRESHOLD_FLAG;
     if ((a.request_completion_flags & ~req_ok) || (a.recv_completion_flags & ~recv_ok))
-        return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6);
+        return err(DAT_INVALID_PARAMETER, attr_arg);
     return DAT_SUCCESS;
 }
 
@@ -102,9 +103,13 @@ DAT_RETURN ep_create_common(DAT_IA_HANDLE h, DAT_PZ_HANDLE pzh, DAT_EVD_HANDLE r
             return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_SRQ);
         if (ep->pz && ep->srq->pz != ep->pz) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     }
-    if (!out) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG7);
+    // dat_ep_create_with_srq has the SRQ before the attributes: one position later each.
+    const DAT_RETURN attr_arg = srqh ? DAT_INVALID_ARG7 : DAT_INVALID_ARG6;
+    const DAT_RETURN out_arg = srqh ? DAT_INVALID_ARG8 : DAT_INVALID_ARG7;
+    if (!out) return err(DAT_INVALID_PARAMETER, out_arg);
     ep->attr = attr ? *attr : default_ep_attr(ia);
-    if (DAT_RETURN r = check_ep_attr(ia, ep->attr, ep->srq != nullptr); r != DAT_SUCCESS) return r;
+    if (DAT_RETURN r = check_ep_attr(ia, ep->attr, ep->srq != nullptr, attr_arg); r != DAT_SUCCESS)
+        return r;
     if (ep->srq) {
         // max_recv_dtos is the hard and srq_soft_hw the soft high watermark (L5838, L5845).
         // Zero-initialised attributes are the common case (dtestsrq memsets them and then
@@ -112,7 +117,7 @@ DAT_RETURN ep_create_common(DAT_IA_HANDLE h, DAT_PZ_HANDLE pzh, DAT_EVD_HANDLE r
         // literally.
         for (DAT_COUNT *wm : {&ep->attr.max_recv_dtos, &ep->attr.srq_soft_hw}) {
             if (*wm < 0 && *wm != DAT_WATERMARK_INFINITE)
-                return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG7);
+                return err(DAT_INVALID_PARAMETER, attr_arg);
             if (*wm == 0) *wm = DAT_WATERMARK_INFINITE;
         }
         ep->soft_armed = ep->attr.srq_soft_hw != DAT_WATERMARK_INFINITE;
@@ -374,7 +379,7 @@ DAT_RETURN ep_modify(DAT_EP_HANDLE h, DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM
     if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_IOV) a.max_rdma_read_iov = in.max_rdma_read_iov;
     if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RDMA_WRITE_IOV)
         a.max_rdma_write_iov = in.max_rdma_write_iov;
-    if ((r = check_ep_attr(ep->ia, a, next.srq != nullptr))) return r;
+    if ((r = check_ep_attr(ep->ia, a, next.srq != nullptr, DAT_INVALID_ARG3))) return r;
     // The QP is rebuilt with the new objects; it is idle in every quiescent state.
     ep_detach(ep);
     // ri_qp_destroy waits for the event thread, whose async handler may want this EP's

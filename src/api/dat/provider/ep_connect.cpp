@@ -14,9 +14,9 @@ namespace softrnic::dapl {
 
 // ------------------------------------------------------------------------------ connect
 
-DAT_RETURN check_pd(Ia *, DAT_COUNT n, const void *pd) {
-    if (n < 0 || n > kMaxPrivateData) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
-    if (n > 0 && !pd) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6);
+DAT_RETURN check_pd(DAT_COUNT n, const void *pd, DAT_RETURN size_arg, DAT_RETURN data_arg) {
+    if (n < 0 || n > kMaxPrivateData) return err(DAT_INVALID_PARAMETER, size_arg);
+    if (n > 0 && !pd) return err(DAT_INVALID_PARAMETER, data_arg);
     return DAT_SUCCESS;
 }
 
@@ -24,13 +24,13 @@ uint16_t qual_port(DAT_CONN_QUAL q) {
     return static_cast<uint16_t>(q & 0xFFFF);  // IP: low 16 bits are the port (L3922)
 }
 
+// Starts an active connection to `addr` (port from `qual`); the callers have checked the
+// timeout and the private data, whose argument positions differ between them.
 DAT_RETURN connect_to(Ep *ep, const sockaddr *addr, DAT_CONN_QUAL qual, DAT_TIMEOUT timeout,
                       DAT_COUNT pd_size, const void *pd) {
     if (!addr) return err(DAT_INVALID_ADDRESS, DAT_INVALID_ADDRESS_MALFORMED);
     if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)
         return err(DAT_INVALID_ADDRESS, DAT_INVALID_ADDRESS_UNSUPPORTED);
-    if (timeout == 0) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);  // L6543
-    if (DAT_RETURN r = check_pd(ep->ia, pd_size, pd)) return r;
     cm::Address dst;
     if (addr->sa_family == AF_INET) {
         std::memcpy(&dst.storage, addr, sizeof(sockaddr_in));
@@ -77,6 +77,8 @@ DAT_RETURN ep_connect(DAT_EP_HANDLE h, DAT_IA_ADDRESS_PTR addr, DAT_CONN_QUAL qu
     if (flags & DAT_CONNECT_MULTIPATH_REQUIRED_FLAG) return err(DAT_MODEL_NOT_SUPPORTED);
     if (flags & ~(DAT_CONNECT_MULTIPATH_FLAG | DAT_CONNECT_MULTIPATH_REQUIRED_FLAG))
         return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG8);
+    if (timeout == 0) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);  // L6543
+    if (DAT_RETURN r = check_pd(pd_size, pd, DAT_INVALID_ARG5, DAT_INVALID_ARG6)) return r;
     {
         std::lock_guard lk(ep->mu);
         if (ep->state != DAT_EP_STATE_UNCONNECTED) return ep_state_error(ep->state);
@@ -91,12 +93,14 @@ DAT_RETURN ep_dup_connect(DAT_EP_HANDLE h, DAT_EP_HANDLE duph, DAT_TIMEOUT timeo
     Ep *dup = as_ep(duph);
     if (!dup) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE2);
     if (qos != DAT_QOS_BEST_EFFORT) return err(DAT_MODEL_NOT_SUPPORTED);
+    if (timeout == 0) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);  // L6846
+    if (DAT_RETURN r = check_pd(pd_size, pd, DAT_INVALID_ARG4, DAT_INVALID_ARG5)) return r;
     sockaddr_storage ss;
     DAT_CONN_QUAL q;
     {
         std::lock_guard lk(dup->mu);
-        if (dup->state != DAT_EP_STATE_CONNECTED)
-            return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+        // "Parameter in an invalid state" (L6856): the subtype names the dup EP's state.
+        if (dup->state != DAT_EP_STATE_CONNECTED) return ep_state_error(dup->state);
         ss = dup->remote;
         q = dup->remote_qual;
     }

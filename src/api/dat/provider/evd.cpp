@@ -246,7 +246,7 @@ DAT_RETURN evd_create(DAT_IA_HANDLE h, DAT_COUNT qlen, DAT_CNO_HANDLE cnoh, DAT_
 
 DAT_RETURN evd_query(DAT_EVD_HANDLE h, DAT_EVD_PARAM_MASK mask, DAT_EVD_PARAM *p) {
     auto *evd = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1);
     if (mask & ~DAT_EVD_FIELD_ALL) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     if (!p) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     std::lock_guard lk(evd->mu);
@@ -262,7 +262,7 @@ DAT_RETURN evd_query(DAT_EVD_HANDLE h, DAT_EVD_PARAM_MASK mask, DAT_EVD_PARAM *p
 
 DAT_RETURN evd_modify_cno(DAT_EVD_HANDLE h, DAT_CNO_HANDLE cnoh) {
     auto *evd = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1);
     Cno *cno = nullptr;
     if (cnoh != DAT_HANDLE_NULL) {
         cno = as<Cno>(cnoh, DAT_HANDLE_TYPE_CNO);
@@ -278,7 +278,7 @@ DAT_RETURN evd_modify_cno(DAT_EVD_HANDLE h, DAT_CNO_HANDLE cnoh) {
 
 DAT_RETURN evd_set_enabled(DAT_EVD_HANDLE h, bool on) {
     auto *evd = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1);
     std::lock_guard lk(evd->mu);
     evd->enabled = on;
     cno_arm_locked(evd);
@@ -292,7 +292,7 @@ DAT_RETURN evd_disable(DAT_EVD_HANDLE h) {
 }
 DAT_RETURN evd_set_waitable(DAT_EVD_HANDLE h, bool on) {
     auto *evd = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1);
     std::lock_guard lk(evd->mu);
     evd->waitable = on;
     evd->cv.notify_all();  // a blocked waiter leaves with INVALID_STATE (L3554)
@@ -308,10 +308,12 @@ DAT_RETURN evd_clear_unwaitable(DAT_EVD_HANDLE h) {
 DAT_RETURN evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT threshold, DAT_EVENT *event,
                     DAT_COUNT *nmore) {
     auto *evd = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1);
     if (threshold <= 0 || threshold > evd->qlen)
         return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     if (!event) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
+    // OUT like event (L3642); OFED's providers refuse a NULL one too.
+    if (!nmore) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
     // Threshold waits make no sense with notification-controlled completions (L3717).
     if (threshold > 1 && evd->unsignalled.load(std::memory_order_relaxed) > 0)
         return err(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_CONFIG_THRESHOLD);
@@ -329,7 +331,7 @@ DAT_RETURN evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT threshold, 
         if (DAT_COUNT(evd->q.size()) >= threshold) {
             *event = evd->q.front();
             evd->q.pop_front();
-            if (nmore) *nmore = DAT_COUNT(evd->q.size());
+            *nmore = DAT_COUNT(evd->q.size());
             break;
         }
         if (evd->aborted) {
@@ -342,7 +344,7 @@ DAT_RETURN evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT threshold, 
         }
         auto now = Clock::now();
         if (!infinite && now >= deadline) {
-            if (nmore) *nmore = DAT_COUNT(evd->q.size());
+            *nmore = DAT_COUNT(evd->q.size());
             ret = err(DAT_TIMEOUT_EXPIRED);
             break;
         }
@@ -394,7 +396,7 @@ struct IdlePolls {
 
 DAT_RETURN evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event) {
     auto *evd = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1);
     if (!event) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     std::vector<Ep *> broken;
     DAT_RETURN ret = DAT_SUCCESS;
@@ -438,7 +440,7 @@ DAT_RETURN evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event) {
 
 DAT_RETURN evd_post_se(DAT_EVD_HANDLE h, const DAT_EVENT *event) {
     auto *evd = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1);
     if (!event || event->event_number != DAT_SOFTWARE_EVENT)
         return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     if (!(evd->flags & DAT_EVD_SOFTWARE_FLAG)) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG1);
@@ -461,7 +463,7 @@ DAT_RETURN evd_post_se(DAT_EVD_HANDLE h, const DAT_EVENT *event) {
 
 DAT_RETURN evd_resize(DAT_EVD_HANDLE h, DAT_COUNT qlen) {
     auto *evd = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1);
     if (qlen <= 0 ||
         (evd->ia->attr.max_cqes_per_cq && uint32_t(qlen) > evd->ia->attr.max_cqes_per_cq))
         return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
@@ -508,7 +510,7 @@ void free_evd_now(Evd *evd) {
 
 DAT_RETURN evd_free(DAT_EVD_HANDLE h) {
     auto *evd = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    if (!evd) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1);
     {
         std::lock_guard lk(evd->mu);
         if (evd->waiter) return err(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_WAITER);

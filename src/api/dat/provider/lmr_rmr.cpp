@@ -30,7 +30,8 @@ DAT_RETURN lmr_create(DAT_IA_HANDLE h, DAT_MEM_TYPE type, DAT_REGION_DESCRIPTION
     if (!pz) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
     if (priv & ~unsigned(DAT_MEM_PRIV_ALL_FLAG))
         return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6);
-    if (va_type != DAT_VA_TYPE_VA) return err(DAT_MODEL_NOT_SUPPORTED);  // zb_supported FALSE
+    if (va_type == DAT_VA_TYPE_ZB) return err(DAT_MODEL_NOT_SUPPORTED);  // zb_supported FALSE
+    if (va_type != DAT_VA_TYPE_VA) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG7);
     if (!out) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG8);
     DAT_VADDR va = 0;
     switch (type) {
@@ -44,10 +45,16 @@ DAT_RETURN lmr_create(DAT_IA_HANDLE h, DAT_MEM_TYPE type, DAT_REGION_DESCRIPTION
             length = src->length;  // the length argument is ignored (L7805)
             break;
         }
+        case DAT_MEM_TYPE_SHARED_VIRTUAL:
+            return err(DAT_MODEL_NOT_SUPPORTED);  // not in lmr_mem_types_supported
         default:
-            return err(DAT_MODEL_NOT_SUPPORTED);
+            return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     }
-    if (length == 0 || va == 0) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
+    // An empty region is a length error (no subtype exists, L13146), as dapltest's FFT mem
+    // case 2 expects, though the list at L7860 names only DAT_INVALID_PARAMETER: any applicable
+    // error may be returned (L8828). Checked before the address: that case passes NULL too.
+    if (length == 0) return err(DAT_LENGTH_ERROR);
+    if (va == 0) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     auto *lmr = new Lmr(ia->provider, DAT_HANDLE_TYPE_LMR, ia);
     ri_mr_reg_attr_t a{};
     a.va = va;
@@ -170,9 +177,10 @@ DAT_RETURN rmr_bind(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lh, const DAT_LMR_TRIPLET *
     Ep *ep = as_ep(eph);
     if (!ep) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
     if (!t) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
-    if (va_type != DAT_VA_TYPE_VA) return err(DAT_MODEL_NOT_SUPPORTED);
     if (priv & ~unsigned(DAT_MEM_PRIV_ALL_FLAG))
         return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
+    if (va_type == DAT_VA_TYPE_ZB) return err(DAT_MODEL_NOT_SUPPORTED);
+    if (va_type != DAT_VA_TYPE_VA) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
     Lmr *l = nullptr;
     if (t->segment_length != 0) {
         l = as<Lmr>(lh, DAT_HANDLE_TYPE_LMR);
@@ -187,7 +195,7 @@ DAT_RETURN rmr_bind(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lh, const DAT_LMR_TRIPLET *
             return err(DAT_PROTECTION_VIOLATION);
     }
     unsigned rf = 0;
-    if (DAT_RETURN rr = request_flags(ep, flags, rf)) return rr;
+    if (DAT_RETURN rr = request_flags(ep, flags, rf, DAT_INVALID_ARG8)) return rr;
     if (DAT_RETURN rr = post_state(ep)) return rr;
     if (ep->pz != r->pz) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6);  // L1535
     ri_rtag_t next = (r->rtag & ~0xFFu) | ((r->rtag + 1) & 0xFFu);

@@ -164,7 +164,8 @@ DAT_RETURN ep_free(DAT_EP_HANDLE h);
 
 // ------------------------------------------------------------------------------ ep_connect.cpp
 
-DAT_RETURN check_pd(Ia *, DAT_COUNT n, const void *pd);
+// Private data of `n` bytes at `pd`: errors name the size's and the data's positions.
+DAT_RETURN check_pd(DAT_COUNT n, const void *pd, DAT_RETURN size_arg, DAT_RETURN data_arg);
 uint16_t qual_port(DAT_CONN_QUAL q);
 DAT_RETURN ep_connect(DAT_EP_HANDLE h, DAT_IA_ADDRESS_PTR addr, DAT_CONN_QUAL qual,
                       DAT_TIMEOUT timeout, DAT_COUNT pd_size, const DAT_PVOID pd, DAT_QOS qos,
@@ -289,14 +290,16 @@ struct Sgl {
     }
 };
 
-[[gnu::always_inline]] inline DAT_RETURN request_flags(Ep *ep, DAT_COMPLETION_FLAGS f,
-                                                       unsigned &ri) {
+// Completion flags of a request-queue post as RNICPI work request flags. `flags_arg` is the
+// DAT_INVALID_ARGn subtype naming the flags' position in the caller's signature.
+[[gnu::always_inline]] inline DAT_RETURN request_flags(Ep *ep, DAT_COMPLETION_FLAGS f, unsigned &ri,
+                                                       DAT_RETURN flags_arg = DAT_INVALID_ARG5) {
     const unsigned ok = DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_SOLICITED_WAIT_FLAG |
                         DAT_COMPLETION_UNSIGNALLED_FLAG | DAT_COMPLETION_BARRIER_FENCE_FLAG;
-    if (f & ~ok) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
+    if (f & ~ok) return err(DAT_INVALID_PARAMETER, flags_arg);
     if ((f & DAT_COMPLETION_UNSIGNALLED_FLAG) &&
         !(ep->attr.request_completion_flags & DAT_COMPLETION_UNSIGNALLED_FLAG))
-        return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);  // L7135
+        return err(DAT_INVALID_PARAMETER, flags_arg);  // L7135
     ri = (f & DAT_COMPLETION_SUPPRESS_FLAG) ? 0u : unsigned(RI_WR_SIGNALED_FLAG);
     if (f & DAT_COMPLETION_SOLICITED_WAIT_FLAG) ri |= RI_WR_SOLICITED_EVENT_FLAG;
     if (f & DAT_COMPLETION_BARRIER_FENCE_FLAG) ri |= RI_WR_READ_FENCE_FLAG;

@@ -221,6 +221,10 @@ struct Ia : Obj {
     ri_cq_event_handler_id_t cq_handler = 0;
     ri_rnic_attr_t attr{};
     sockaddr_in addr{};
+    // DAT_IB_TRANSPORT_MTU as dat_ia_query reports it (transport_mtu.hpp): the text and
+    // the one provider-specific attribute that points at it, valid while the IA is open.
+    char ib_mtu_text[8] = {};
+    DAT_NAMED_ATTR specific_attrs[1] = {};
     Evd *async_evd = nullptr;
     bool own_async = false;
     std::unique_ptr<cm::ConnectionManager> cm;

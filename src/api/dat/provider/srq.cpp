@@ -50,8 +50,8 @@ DAT_RETURN srq_post_recv(DAT_SRQ_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
                          DAT_DTO_COOKIE cookie) {
     Srq *s = as<Srq>(h, DAT_HANDLE_TYPE_SRQ);
     if (!s) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_SRQ);
-    if (n < 0 || n > s->attr.max_recv_iov || (n > 0 && !iov))
-        return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    if (n < 0 || n > s->attr.max_recv_iov) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    if (n > 0 && !iov) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     Sgl sg;
     if (!sg.build(n, iov)) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     ri_wr_recv_t wr{};
