@@ -5,6 +5,8 @@
 #   connections_shm, connections_tcp
 #                   softrnic bench --connections 60 --burst 16 over that transport (3 full
 #                   bursts and a partial one, 2 rounds, so the server serves several SETUPs)
+#   phase_done      a --server driven by a scripted client over the control protocol: it
+#                   ends the phase (a raw TCP ping-pong) with DONE
 #   client_killed   a --server whose --connect client is SIGKILLed mid-test: the server
 #                   reports the error and exits 1 (no sanitizer report)
 #   connections_fd_limit
@@ -93,6 +95,40 @@ connections_fd_limit)
     cat "$tmp/out.json"
     exec "$cmake" -DJSON_FILE="$tmp/out.json" -DCONNS=300 \
         -P "$(dirname "$checker")/check_connect_json.cmake"
+    ;;
+phase_done)
+    # The server says when its side of a phase has ended (DONE), and the client waits for
+    # that before it tears its QP down: its own side can end first, and its abortive close
+    # then flushed the receives the server still had posted while it polled for its last
+    # send's completion (the shm send test failed so, on the server's side, about one run
+    # in fifteen on a loaded machine). A raw TCP ping-pong stands for the phase here.
+    start_server
+    exec 3<>"/dev/tcp/127.0.0.1/$port"
+    answer() {  # answer WANTED: the server's next control line, which must start so
+        IFS= read -r -t 20 line <&3 || { echo "FAIL: no answer (wanted $1)" >&2; exit 1; }
+        echo "server: $line"
+        [ "${line%% *}" = "$1" ] || { echo "FAIL: wanted $1" >&2; exit 1; }
+    }
+    printf 'HELLO 2 tcp\n' >&3
+    answer OK
+    raw_port=${line##* }
+    printf 'SETUP rawpp 8\n' >&3
+    answer OK
+    exec 4<>"/dev/tcp/127.0.0.1/$raw_port"
+    answer READY
+    printf 'PHASE lat 3\n' >&3
+    answer GO
+    for _ in 1 2 3; do
+        printf 'pingpong' >&4
+        IFS= read -r -N 8 -t 20 reply <&4 || { echo "FAIL: no ping-pong reply" >&2; exit 1; }
+    done
+    answer DONE
+    printf 'BYE\n' >&3
+    answer OK
+    exec 3>&- 4>&-
+    wait "$server_pid"
+    server_pid=
+    exit 0
     ;;
 client_killed)
     # A server whose client dies mid-test reports the error and exits with status 1. Its

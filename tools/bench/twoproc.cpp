@@ -13,10 +13,15 @@
 //   SETUP rawpp|rawstream <size>     -> OK (server accepts the raw socket) ... READY
 //   SETUP conns <n>                  -> OK (server has n QPs, accepts n requests in turn,
 //                                       each QP to RTS once established) ... READY
-//   PHASE lat|bw <n>                 -> GO, then both sides run n operations
+//   PHASE lat|bw <n>                 -> GO, then both sides run n operations ... DONE
+//                                       (the server's side of them has ended)
 //   TEARDOWN                         -> OK
 //   BYE                              -> OK
 // A failing server answers ERR <message> (at once, or while the client spins) and exits.
+// The client waits for DONE before it tears its QP down or starts the next phase: its own
+// side can end first (its last receive is the server's last send), and an abortive close
+// then would flush receives the server still has posted while it polls for its own last
+// completions.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -44,7 +49,7 @@ namespace softrnic::bench {
 
 namespace {
 
-constexpr int kProtocol = 1;
+constexpr int kProtocol = 2;
 constexpr auto kSetupTimeout = std::chrono::seconds(15);
 constexpr size_t kRawPingPongSize = 8;
 constexpr size_t kRawStreamSize = size_t{1} << 20;
@@ -237,6 +242,7 @@ int run_server(const Options &o) {
                 if (!session) throw BenchError("PHASE without a test set up");
                 ctl->send("GO");
                 if (!session->passive(ph)) session->run(ph, n);
+                ctl->send("DONE");
             } else if (w[0] == "TEARDOWN") {
                 session.reset();
                 conns.reset();
@@ -356,7 +362,10 @@ class Client {
     PhaseResult run_phase(Session &s, Phase ph, uint64_t n) {
         ctl_->send(std::string("PHASE ") + (ph == Phase::Lat ? "lat " : "bw ") + std::to_string(n));
         expect("GO");
-        return s.run(ph, n);
+        server_done_ = false;
+        PhaseResult r = s.run(ph, n);
+        if (!server_done_) expect("DONE");  // else it came while we spun (abort_)
+        return r;
     }
     uint64_t warm_count(Phase ph, size_t size) const;
     uint64_t sized_count(Phase ph, size_t size, const PhaseResult &warm) const;
@@ -375,6 +384,7 @@ class Client {
     std::optional<ServerProcess> child_;
     std::optional<ControlChannel> ctl_;
     AbortCheck abort_;
+    bool server_done_ = false;  // the server's DONE of the phase under way arrived
 };
 
 uint64_t Client::warm_count(Phase ph, size_t size) const {
@@ -557,6 +567,11 @@ Report Client::run() {
         std::string msg = "closed the control connection";
         try {
             msg = ctl_->recv(std::chrono::milliseconds(200));
+            // The server's side of the phase ended before ours: run_phase needs no more.
+            if (msg == "DONE" && !server_done_) {
+                server_done_ = true;
+                return;
+            }
             if (msg.rfind("ERR ", 0) == 0) msg = msg.substr(4);
         } catch (const BenchError &) {
         }
