@@ -92,6 +92,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK((size < kSaHeaderOffset) == (s == CodecStatus::Truncated));
     }
 
+    round_trip<ClassPortInfo, kClassPortInfoSize>(in, decode_class_port_info,
+                                                  encode_class_port_info);
     round_trip<NodeInfo, kNodeInfoSize>(in, decode_node_info, encode_node_info);
     round_trip<NodeDescription, kNodeDescriptionSize>(in, decode_node_description,
                                                       encode_node_description);

@@ -44,4 +44,60 @@ CodecStatus decode_class_header(std::span<const uint8_t> in, uint8_t mgmt_class,
     return CodecStatus::Ok;
 }
 
+CodecStatus decode_class_port_info(std::span<const uint8_t> in, ClassPortInfo &out) {
+    if (in.size() < kClassPortInfoSize) return CodecStatus::Truncated;
+    FieldReader r(in);
+    out.base_version = r.u8(0);
+    out.class_version = r.u8(1);
+    out.capability_mask = r.u16(2);
+    out.capability_mask2 = static_cast<uint32_t>(r.bits(4, 0, 27));
+    out.resp_time_value = static_cast<uint8_t>(r.bits(7, 3, 5));
+    out.redirect_gid = r.bytes<16>(8);
+    out.redirect_tc = r.u8(24);
+    out.redirect_sl = static_cast<uint8_t>(r.bits(25, 0, 4));
+    out.redirect_fl = static_cast<uint32_t>(r.bits(25, 4, 20));
+    out.redirect_lid = r.u16(28);
+    out.redirect_pkey = r.u16(30);
+    out.redirect_qp = static_cast<uint32_t>(r.bits(33, 0, 24));  // byte 32 reserved
+    out.redirect_qkey = r.u32(36);
+    out.trap_gid = r.bytes<16>(40);
+    out.trap_tc = r.u8(56);
+    out.trap_sl = static_cast<uint8_t>(r.bits(57, 0, 4));
+    out.trap_fl = static_cast<uint32_t>(r.bits(57, 4, 20));
+    out.trap_lid = r.u16(60);
+    out.trap_pkey = r.u16(62);
+    out.trap_hl = r.u8(64);
+    out.trap_qp = static_cast<uint32_t>(r.bits(65, 0, 24));
+    out.trap_qkey = r.u32(68);
+    return CodecStatus::Ok;
+}
+
+CodecStatus encode_class_port_info(const ClassPortInfo &v,
+                                   std::span<uint8_t, kClassPortInfoSize> out) {
+    FieldWriter w(out);
+    w.u8(0, v.base_version);
+    w.u8(1, v.class_version);
+    w.u16(2, v.capability_mask);
+    w.bits(4, 0, 27, v.capability_mask2);
+    w.bits(7, 3, 5, v.resp_time_value);
+    w.bytes(8, v.redirect_gid);
+    w.u8(24, v.redirect_tc);
+    w.bits(25, 0, 4, v.redirect_sl);
+    w.bits(25, 4, 20, v.redirect_fl);
+    w.u16(28, v.redirect_lid);
+    w.u16(30, v.redirect_pkey);
+    w.bits(33, 0, 24, v.redirect_qp);
+    w.u32(36, v.redirect_qkey);
+    w.bytes(40, v.trap_gid);
+    w.u8(56, v.trap_tc);
+    w.bits(57, 0, 4, v.trap_sl);
+    w.bits(57, 4, 20, v.trap_fl);
+    w.u16(60, v.trap_lid);
+    w.u16(62, v.trap_pkey);
+    w.u8(64, v.trap_hl);
+    w.bits(65, 0, 24, v.trap_qp);
+    w.u32(68, v.trap_qkey);
+    return encode_status(w);
+}
+
 }  // namespace softrnic::mad

@@ -102,4 +102,38 @@ void encode_header(const MadHeader &h, std::span<uint8_t, kMadHeaderSize> out);
 CodecStatus decode_class_header(std::span<const uint8_t> in, uint8_t mgmt_class,
                                 uint8_t class_version, MadHeader &out);
 
+// ClassPortInfo (72 bytes; IBA 1.2 ch. 13), the attribute every GSI class answers and the
+// additional information of a SIDR_REP that redirects. Bits 0-26 of the second word are
+// reserved in IBA 1.2 and CapabilityMask2 in later releases; they are kept as
+// `capability_mask2`.
+inline constexpr size_t kClassPortInfoSize = 72;
+struct ClassPortInfo {
+    uint8_t base_version = kBaseVersion;
+    uint8_t class_version = 0;
+    uint16_t capability_mask = 0;
+    uint32_t capability_mask2 = 0;  // 27 bits
+    uint8_t resp_time_value = 0;    // 5 bits
+    Gid redirect_gid{};
+    uint8_t redirect_tc = 0;
+    uint8_t redirect_sl = 0;   // 4 bits
+    uint32_t redirect_fl = 0;  // 20 bits
+    uint16_t redirect_lid = 0;
+    uint16_t redirect_pkey = 0;
+    uint32_t redirect_qp = 0;  // 24 bits
+    uint32_t redirect_qkey = 0;
+    Gid trap_gid{};
+    uint8_t trap_tc = 0;
+    uint8_t trap_sl = 0;   // 4 bits
+    uint32_t trap_fl = 0;  // 20 bits
+    uint16_t trap_lid = 0;
+    uint16_t trap_pkey = 0;
+    uint8_t trap_hl = 0;
+    uint32_t trap_qp = 0;  // 24 bits
+    uint32_t trap_qkey = 0;
+    friend bool operator==(const ClassPortInfo &, const ClassPortInfo &) = default;
+};
+CodecStatus decode_class_port_info(std::span<const uint8_t> in, ClassPortInfo &out);
+CodecStatus encode_class_port_info(const ClassPortInfo &v,
+                                   std::span<uint8_t, kClassPortInfoSize> out);
+
 }  // namespace softrnic::mad

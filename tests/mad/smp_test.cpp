@@ -299,3 +299,45 @@ TEST(SmpAttr, SmInfoGolden) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(MadAttr, ClassPortInfoGolden) {
+    ClassPortInfo c;
+    c.base_version = 1;
+    c.class_version = 2;
+    c.capability_mask = 0x0203;
+    c.capability_mask2 = 0x0456789;
+    c.resp_time_value = 18;
+    for (size_t i = 0; i < 16; ++i)
+        c.redirect_gid[i] = static_cast<uint8_t>(0x10 + i);
+    c.redirect_tc = 0x21;
+    c.redirect_sl = 0x2;
+    c.redirect_fl = 0x23456;
+    c.redirect_lid = 0x2728;
+    c.redirect_pkey = 0x292a;
+    c.redirect_qp = 0x2b2c2d;
+    c.redirect_qkey = 0x2e2f3031;
+    for (size_t i = 0; i < 16; ++i)
+        c.trap_gid[i] = static_cast<uint8_t>(0x40 + i);
+    c.trap_tc = 0x51;
+    c.trap_sl = 0x5;
+    c.trap_fl = 0x23457;
+    c.trap_lid = 0x5758;
+    c.trap_pkey = 0x595a;
+    c.trap_hl = 0x5b;
+    c.trap_qp = 0x5c5d5e;
+    c.trap_qkey = 0x5f606162;
+    // 4-7: CapabilityMask2 0x0456789 (27 bits) then RespTimeValue 10010.
+    const auto golden =
+        hex("01 02 0203 | 08acf132 | 101112131415161718191a1b1c1d1e1f | 21 223456 | 2728 292a |"
+            "00 2b2c2d | 2e2f3031 | 404142434445464748494a4b4c4d4e4f | 51 523457 | 5758 595a |"
+            "5b 5c5d5e | 5f606162");
+    check_layout<kClassPortInfoSize>(c, golden, decode_class_port_info, encode_class_port_info);
+    check_reserved_ignored(c, with_bits(golden, {{32, 0xff}}), decode_class_port_info);
+    std::array<uint8_t, kClassPortInfoSize> buf{};
+    c.capability_mask2 = 1u << 27;
+    EXPECT_EQ(encode_class_port_info(c, buf), CodecStatus::OutOfRange);
+}
+
+}  // namespace
