@@ -4,7 +4,9 @@
 fuzz/corpus/fpdu/*: byte 0 = options (bit 0 CRC, bit 1 RFC 7306, bits 2-7 chunk seed),
 byte 1 = receive cap selector (0 = 65535), then FPDU bytes (see fpdu_decoder_fuzz.cpp).
 fuzz/corpus/mpa/*: byte 0 = bit 0 Reply expected, bits 1-7 chunk seed, then the frame
-(see mpa_startup_fuzz.cpp). Run from anywhere; rewrites the files in place.
+(see mpa_startup_fuzz.cpp).
+fuzz/corpus/mad/*: whole 256-byte MADs of each class (see mad_fuzz.cpp), from the layouts
+pinned by tests/mad/. Run from anywhere; rewrites the files in place.
 """
 import os
 
@@ -52,6 +54,44 @@ MPA = {
     "reply_then_fpdu": (1, REP + "50020004 80014001" + FPDU["v09_write_rtr_crc"]),
 }
 
+PORT_INFO = ("0102030405060708 fe80000000000000 0a0b 0c0d 11223344 5566 7788 99a1a2a3"
+             " 34528517 5c49b1b2 b364b34a c1c2c3c4 c5c62092 11dee1e2 00f1f2f3 00000000")
+PATH_RECORD = ("0102030405060708 101112131415161718191a1b1c1d1e1f"
+               " 202122232425262728292a2b2c2d2e2f 3132 3334 8abcde47 48c98a8b 000d8450 d2570000"
+               " 00000000")
+MCMEMBER = ("101112131415161718191a1b1c1d1e1f 202122232425262728292a2b2c2d2e2f 31323334 c001"
+            " 8439 8a8b 50d2 abcdef47 21800000")
+CM_REQ = ("11223344 00000000 0102030405060708 1112131415161718 00000000 21222324"
+          " 31323334 35363738 414243ab 51525375 80014e9b 61626364"
+          " 707172737475767778797a7b7c7d7e7f 808182838485868788898a8b8c8d8e8f abcde02a 9192a898"
+          " 65666768 a0a1a2a3a4a5a6a7a8a9aaabacadaeaf b0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+          " 12345005 c1c230f8")
+
+# Whole MADs: header, then the class's layout; each is padded with zeros to 256 bytes.
+MAD = {
+    "smp_dr_portinfo_getresp": "01810181 80000203 0000000000000001 0015 0000 00000001"
+                               " 0000000000000000 ffff 0102" + " 00" * 28 + " " + PORT_INFO
+                               + " 00010200" + " 00" * 60 + " 00020100",
+    "smp_lid_nodeinfo_get": "01010101 00000000 0000000000000002 0011 0000 00000000",
+    "sa_pathrecord_getresp": "01030281 00000000 0000000000000003 0035 0000 00000000"
+                             " 00000000 00000000 00000000 0000 0000 00000000000030cc"
+                             + " " + PATH_RECORD,
+    "sa_mcmember_set": "01030202 00000000 0000000000000004 0038 0000 00000000"
+                       " 00000000 00000000 00000000 0000 0000 000000000001d0c7"
+                       + " " + MCMEMBER,
+    "sa_nodes_rmpp_data": "01030292 00000000 0000000000000005 0011 0000 00000000"
+                          " 0101 97 00 00000001 000000c8 0000000000000000 000e 0000"
+                          " 0000000000000000",
+    "cm_req": "01070203 00000000 0000000000000006 0010 0000 00000000 " + CM_REQ,
+    "cm_rej": "01070203 00000000 0000000000000007 0012 0000 00000000"
+              " 01020304 05060708 8090001c",
+    "cm_sidr_rep": "01070203 00000000 0000000000000008 0018 0000 00000000"
+                   " 01020304 02480000 21222300 3132333435363738 41424344",
+    "pma_portcounters": "01040181 00000000 0000000000000009 0012 0000 00000000" + " 00" * 40
+                        + " 00010203 04050607 08090a0b 0c0d0e0f 101100ab 00001415 21222324"
+                          " 31323334 41424344 51525354 61626364",
+}
+
 
 def unhex(s):
     return bytes.fromhex(s.replace(" ", ""))
@@ -65,8 +105,10 @@ def write(path, data):
 def main():
     fdir = os.path.join(HERE, "corpus", "fpdu")
     mdir = os.path.join(HERE, "corpus", "mpa")
+    madir = os.path.join(HERE, "corpus", "mad")
     os.makedirs(fdir, exist_ok=True)
     os.makedirs(mdir, exist_ok=True)
+    os.makedirs(madir, exist_ok=True)
     stream = b""
     for i, (name, hx) in enumerate(FPDU.items()):
         crc = 0 if name.endswith("nocrc") else 1
@@ -76,6 +118,10 @@ def main():
     write(os.path.join(fdir, "all_stream_cap1454"), bytes([1 | 2, 1]) + stream)
     for i, (name, (kind, hx)) in enumerate(MPA.items()):
         write(os.path.join(mdir, name), bytes([kind | (i << 1)]) + unhex(hx))
+    for name, hx in MAD.items():
+        mad = unhex(hx)
+        assert len(mad) <= 256, name
+        write(os.path.join(madir, name), mad + bytes(256 - len(mad)))
 
 
 if __name__ == "__main__":
