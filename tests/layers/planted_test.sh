@@ -35,4 +35,5 @@ plant transport_includes_engine src/transport/tcp/planted.cpp '#include "engine/
 plant engine_includes_transport_internals src/engine/planted.cpp '#include "transport/shm/shm.hpp"'
 plant base_includes_engine src/base/planted.hpp '#include "engine/device.hpp"'
 plant cm_header_includes_transport src/cm/connection_manager.hpp '#include "transport/tcp/tcp_channel.hpp"'
+plant engine_includes_ib_internals src/engine/planted.cpp '#include "transport/ib/local_subnet.hpp"'
 plant stray_getenv src/engine/planted.cpp 'const char *v = std::getenv("SOFTRNIC_NEW_THING");'
