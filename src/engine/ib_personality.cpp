@@ -3,6 +3,7 @@
 // of the plan lands (§10): no QP can be created yet (RI_RET_QP_INVALID_SERVICE_TYPE),
 // and address handles, multicast, special QPs, datagrams and SMA MADs answer
 // RI_RET_XPORT_UNSUPPORTED.
+#include "engine/abi.hpp"
 #include "engine/device.hpp"
 #include "engine/personality.hpp"
 #include "engine/qp.hpp"
@@ -32,10 +33,10 @@ ri_ib_port_flags_t capabilities_of(uint32_t mask) {
 // applied. Of the optional items (L2392) the system image GUID and the Q_Key violation
 // counter are offered (RI_IB_SI_GUID, RI_IB_QKEY_CNTR); port shutdown and InitType are
 // not (no RI_IB_SHUTDOWN_PORT, no RI_IB_INIT_TYPE): RI_RET_OP_UNSUPPORTED (L2393).
-ri_api_return_t ib_rnic_modify(RnicHandle &r, ri_rnic_attr_mask_t mask, ri_rnic_modify_req_t *req) {
+ri_api_return_t ib_rnic_modify(RnicHandle &r, uint32_t mask, ri_rnic_modify_req_t *req) {
     transport::ib::Hca &hca = *r.dev->hca;
-    if (!req) return RI_RET_INVALID_PARAMETER;                             // L2402
-    if (static_cast<uint32_t>(mask) & ~uint32_t(RI_IB_RNIC_ATTR_SI_GUID))  // L2360
+    if (!req) return RI_RET_INVALID_PARAMETER;      // L2402
+    if (mask & ~uint32_t(RI_IB_RNIC_ATTR_SI_GUID))  // L2360
         return RI_RET_INVALID_PARAMETER;
     // A system image GUID of 0 would read "not supported" (L7955).
     if ((mask & RI_IB_RNIC_ATTR_SI_GUID) && req->si_guid == 0) return RI_RET_INVALID_PARAMETER;
@@ -43,7 +44,7 @@ ri_api_return_t ib_rnic_modify(RnicHandle &r, ri_rnic_attr_mask_t mask, ri_rnic_
     bool unsupported = false;
     for (uint8_t i = 0; i < req->port_list_size; ++i) {
         const ri_port_modify_req_t &p = req->port_attrs[i];
-        uint32_t m = static_cast<uint32_t>(p.port_attr_mask);
+        uint32_t m = raw(p.port_attr_mask);
         if (m & ~kKnownPortMask) return RI_RET_INVALID_PARAMETER;  // L2380
         if (p.port_number != RI_IB_ALL_PORTS && p.port_number > hca.num_ports())
             return RI_RET_INVALID_PARAMETER;  // L2383
@@ -55,7 +56,7 @@ ri_api_return_t ib_rnic_modify(RnicHandle &r, ri_rnic_attr_mask_t mask, ri_rnic_
     if (mask & RI_IB_RNIC_ATTR_SI_GUID) hca.set_system_image_guid(req->si_guid);
     for (uint8_t i = 0; i < req->port_list_size; ++i) {
         const ri_port_modify_req_t &p = req->port_attrs[i];
-        uint32_t m = static_cast<uint32_t>(p.port_attr_mask);
+        uint32_t m = raw(p.port_attr_mask);
         uint8_t first = p.port_number == RI_IB_ALL_PORTS ? 1 : p.port_number;
         uint8_t last = p.port_number == RI_IB_ALL_PORTS ? hca.num_ports() : p.port_number;
         for (uint8_t n = first; n <= last; ++n) {

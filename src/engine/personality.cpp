@@ -23,7 +23,7 @@ ri_api_return_t no_service_type(RnicHandle &, const ri_qp_attr_t &) {
 Personality make_default() {
     Personality p;
     p.name = "none";
-    p.rnic_modify = not_infiniband<RnicHandle &, ri_rnic_attr_mask_t, ri_rnic_modify_req_t *>;
+    p.rnic_modify = not_infiniband<RnicHandle &, uint32_t, ri_rnic_modify_req_t *>;
     p.qp_create_check = no_service_type;
     p.qp_modify = no_state_machine;
     p.special_qp_get = not_infiniband<RnicHandle &, uint8_t, ri_sqp_type_t, ri_qp_attr_t *,

@@ -29,8 +29,9 @@ struct RnicHandle;
 struct Personality {
     const char *name = nullptr;
 
-    // ri_rnic_modify (L2293); the caller has checked the handle and its privilege.
-    ri_api_return_t (*rnic_modify)(RnicHandle &r, ri_rnic_attr_mask_t mask,
+    // ri_rnic_modify (L2293); the caller has checked the handle and its privilege. The
+    // mask is the caller's ri_rnic_attr_mask_t read as an integer (engine/abi.hpp).
+    ri_api_return_t (*rnic_modify)(RnicHandle &r, uint32_t mask,
                                    ri_rnic_modify_req_t *req) = nullptr;
     // ri_qp_create's transport checks (L3555), after the handles and before the engine
     // builds the QP: RI_RET_SUCCESS lets the creation go on.

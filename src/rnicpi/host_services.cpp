@@ -20,6 +20,7 @@
 
 #include "base/config.hpp"
 #include "base/log.hpp"
+#include "engine/abi.hpp"
 #include "engine/device.hpp"
 #include "engine/qp.hpp"
 #include "rnicpi/provider.hpp"
@@ -193,8 +194,9 @@ ri_api_return_t ib_config(const char *name, const softrnic_vp_config_t &c,
     out.reset();
     if (c.size < offsetof(softrnic_vp_config_t, kind) + sizeof c.kind)
         return RI_RET_INVALID_PARAMETER;
-    if (c.kind == SOFTRNIC_KIND_IWARP) return RI_RET_SUCCESS;
-    if (c.kind != SOFTRNIC_KIND_IB) return RI_RET_INVALID_PARAMETER;
+    const uint32_t kind = raw(c.kind);  // any int a C caller stored
+    if (kind == SOFTRNIC_KIND_IWARP) return RI_RET_SUCCESS;
+    if (kind != SOFTRNIC_KIND_IB) return RI_RET_INVALID_PARAMETER;
     ib::HcaConfig h;
     h.name = name;
     uint32_t ports = SOFTRNIC_CFG_FIELD(c, num_ports);
