@@ -7,7 +7,8 @@
  * and hand connected LLP streams to ri_qp_modify(IDLE -> RTS). This header is
  * the face of softrnic's built-in host services:
  *   - create and destroy software RNIC instances (each one a "VP" that the
- *     built-in host services attach with ri_svc_attach),
+ *     built-in host services attach with ri_svc_attach): iWARP RNICs, or
+ *     InfiniBand HCAs (softrnic_vp_create_ex),
  *   - choose a handle view (privileged or user, consumer- or provider-serialised),
  *   - create in-process LLP stream pairs for the loopback transport,
  *   - list the SOFTRNIC_* environment variables the library reads.
@@ -41,6 +42,49 @@ typedef enum softrnic_vp_view {
  * RI_RET_RNIC_INUSE if an instance of that name exists, RI_RET_RESOURCE_SHORTAGE.
  */
 ri_api_return_t softrnic_vp_create(const char *name, ri_vp_handle_t *vp);
+
+/* What an instance is: an iWARP RNIC or an InfiniBand HCA. */
+typedef enum softrnic_rnic_kind {
+    SOFTRNIC_KIND_IWARP = 0,
+    SOFTRNIC_KIND_IB = 1
+} softrnic_rnic_kind_t;
+
+/*
+ * How softrnic_vp_create_ex builds an instance. `size` is sizeof(softrnic_vp_config_t) as
+ * the caller compiled it: fields past it are taken as 0 (so later versions of this struct
+ * can add fields at the end). Every IB field's 0/NULL means "the default". An iWARP
+ * instance ignores the IB fields.
+ */
+typedef struct softrnic_vp_config {
+    uint32_t size;              /* sizeof(softrnic_vp_config_t) */
+    softrnic_rnic_kind_t kind;  /* SOFTRNIC_KIND_IWARP or SOFTRNIC_KIND_IB */
+    uint8_t num_ports;          /* IB: 1..4; 0 = SOFTRNIC_IB_PORTS (default 2) */
+    uint16_t active_mtu;        /* IB: 256, 512, 1024, 2048 or 4096 bytes;
+                                   0 = SOFTRNIC_IB_MTU (default 4096) */
+    uint64_t node_guid;         /* IB: 0 = derived from (machine, subnet, name) */
+    const uint64_t *port_guids; /* IB: num_ports GUIDs (port 1 first), or NULL = derived
+                                   (node GUID | port number) */
+    const char *subnet;         /* IB: NULL = SOFTRNIC_IB_SUBNET (default "u<uid>") */
+} softrnic_vp_config_t;
+
+/*
+ * Creates an instance as `cfg` says; softrnic_vp_create(name, vp) is
+ * softrnic_vp_create_ex(name, NULL, vp), an iWARP RNIC.
+ *
+ * An InfiniBand instance reports RI_RDMA_TRANSPORT_TYPE_IB and its ports through
+ * ri_rnic_query. Its GUIDs are stable: the node GUID is locally administered and derived
+ * from the machine id, the subnet and the instance name unless configured; port p's GUID
+ * is node GUID | p. Its ports come up at ri_rnic_open: each gets a LID from the subnet's
+ * LID authority (today one per process and subnet name; an embedded subnet manager later)
+ * and becomes Active, raising RI_EVENT_PORT_EVENT; ri_rnic_close takes them Down.
+ *
+ * Returns what softrnic_vp_create returns, and RI_RET_INVALID_PARAMETER for a `size`
+ * smaller than the fields up to `kind`, an unknown kind, more than 4 ports, an MTU not in
+ * the list, a configured GUID of 0, two equal configured port GUIDs, or a subnet name
+ * that is empty, longer than 63 bytes or not made of letters, digits, '.', '_' and '-'.
+ */
+ri_api_return_t softrnic_vp_create_ex(const char *name, const softrnic_vp_config_t *cfg,
+                                      ri_vp_handle_t *vp);
 
 /*
  * Destroys an instance. It must be closed (ri_rnic_close) first, otherwise

@@ -8,7 +8,7 @@ namespace softrnic::base {
 namespace {
 
 // The meanings are what README's environment table says, shortened to a line or two.
-constexpr std::array<softrnic_env_var_t, 9> kEnvVars{{
+constexpr std::array<softrnic_env_var_t, 12> kEnvVars{{
     {"SOFTRNIC_TRANSPORT", "auto",
      "transport of new connections: auto (shm to a peer on this host and netns, else TCP), "
      "shm (shm only), tcp (TCP only; listeners do not offer shm). Read when a connection "
@@ -38,9 +38,21 @@ constexpr std::array<softrnic_env_var_t, 9> kEnvVars{{
     {"SOFTRNIC_LOG_FILE", "(stderr)",
      "append log lines to this file instead of stderr; %p in the name is replaced by the "
      "process id. Read with SOFTRNIC_LOG."},
+    {"SOFTRNIC_IB_SUBNET", "u<uid>",
+     "InfiniBand subnet of new IB instances (letters, digits, '.', '_', '-'; at most 63): "
+     "their LID space and part of their derived GUIDs. Read when an IB instance is created "
+     "without a subnet in its configuration; an invalid value means the default, with a "
+     "warning."},
+    {"SOFTRNIC_IB_PORTS", "2",
+     "ports of a new IB instance (1-4) created without a port count in its configuration. "
+     "An invalid value means 2, with a warning."},
+    {"SOFTRNIC_IB_MTU", "4096",
+     "active MTU in bytes (256, 512, 1024, 2048 or 4096) of the ports of a new IB instance "
+     "created without one in its configuration. An invalid value means 4096, with a "
+     "warning."},
 }};
 
-static_assert(static_cast<size_t>(EnvVar::LogFile) + 1 == kEnvVars.size(),
+static_assert(static_cast<size_t>(EnvVar::IbMtu) + 1 == kEnvVars.size(),
               "one entry per EnvVar, in its order");
 
 }  // namespace

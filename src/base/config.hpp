@@ -22,6 +22,9 @@ enum class EnvVar : uint8_t {
     Log,
     LogSubsys,
     LogFile,
+    IbSubnet,
+    IbPorts,
+    IbMtu,
 };
 
 // Indexed by EnvVar.

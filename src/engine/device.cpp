@@ -64,6 +64,22 @@ void Device::raise(ri_async_event_type_t type, void *object, ObjKind kind, ri_os
     events.post(ev);
 }
 
+void Device::raise_port_event(uint8_t port, ri_ib_port_state_t state) {
+    ri_async_event_callback_t cb = async_cb.load(std::memory_order_acquire);
+    SOFTRNIC_LOG(Info, Engine, "%s: port %u is now in state 0x%x%s", name_.c_str(),
+                 static_cast<unsigned>(port), static_cast<unsigned>(state),
+                 cb ? "" : " (event lost: no async handler registered, RNICPI L2067)");
+    if (!cb) return;
+    QueuedEvent ev;
+    ev.kind = EventKind::Async;
+    ev.record.event_type = RI_EVENT_PORT_EVENT;
+    ev.record.event_data.port_event.port_number = port;
+    ev.record.event_data.port_event.port_state = state;
+    ev.record.err_data = 0;
+    ev.async_cb = cb;
+    events.post(ev);
+}
+
 void Device::notify_cq(Cq &cq) {
     QueuedEvent ev;
     ev.kind = EventKind::CqNotify;

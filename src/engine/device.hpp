@@ -17,6 +17,7 @@
 #include "engine/object.hpp"
 #include "engine/personality.hpp"
 #include "rnicpi/rnicpi.h"
+#include "transport/ib_port.hpp"
 #include "transport/progress.hpp"
 
 namespace softrnic::engine {
@@ -147,9 +148,13 @@ class Device {
     const std::string &name() const { return name_; }
 
     // What kind of RNIC this instance is: the calls that depend on it dispatch through
-    // this table (engine/personality.hpp). An InfiniBand instance will point at
-    // ib_personality() instead.
+    // this table (engine/personality.hpp): iwarp_personality(), or ib_personality() for
+    // an InfiniBand instance, which also has the ports below.
     const Personality *personality = &iwarp_personality();
+    // An InfiniBand instance's ports (transport/ib_port.hpp); null on iWARP. Set once,
+    // before the instance is published.
+    std::unique_ptr<transport::ib::Hca> hca;
+    bool is_ib() const { return hca != nullptr; }
     VpHandle *view(View v) { return &views_[static_cast<int>(v)]; }
 
     // --- state guarded by mu ---
@@ -244,6 +249,8 @@ class Device {
     void start_events();
     void stop_events();
     void raise(ri_async_event_type_t type, void *object, ObjKind kind, ri_os_data_t os_data);
+    // RI_EVENT_PORT_EVENT (unaffiliated, InfiniBand only): `port` is now in `state`.
+    void raise_port_event(uint8_t port, ri_ib_port_state_t state);
     void notify_cq(Cq &cq);
 
   private:

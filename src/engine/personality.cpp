@@ -15,10 +15,16 @@ ri_api_return_t no_state_machine(Qp &, ri_qp_attr_mask_t, ri_qp_attr_t &) {
     return RI_RET_OP_UNSUPPORTED;
 }
 
+// No service type is offered (L3636), so no QP can be created.
+ri_api_return_t no_service_type(RnicHandle &, const ri_qp_attr_t &) {
+    return RI_RET_QP_INVALID_SERVICE_TYPE;
+}
+
 Personality make_default() {
     Personality p;
     p.name = "none";
-    p.rnic_modify = not_infiniband<RnicHandle &, ri_rnic_attr_mask_t, ri_rnic_modify_req_t *>;
+    p.rnic_modify = not_infiniband<RnicHandle &, uint32_t, ri_rnic_modify_req_t *>;
+    p.qp_create_check = no_service_type;
     p.qp_modify = no_state_machine;
     p.special_qp_get = not_infiniband<RnicHandle &, uint8_t, ri_sqp_type_t, ri_qp_attr_t *,
                                       ri_qp_handle_t *, ri_vp_data_t, ri_os_data_t>;
@@ -55,6 +61,7 @@ Personality with_defaults(const Personality &overrides) {
     Personality p = overrides;
     if (!p.name) p.name = d.name;
     fill(p.rnic_modify, d.rnic_modify);
+    fill(p.qp_create_check, d.qp_create_check);
     fill(p.qp_modify, d.qp_modify);
     fill(p.special_qp_get, d.special_qp_get);
     fill(p.qp_post_datagram, d.qp_post_datagram);

@@ -11,10 +11,10 @@
 // Personalities:
 //   iwarp_personality.cpp  iWARP (RDMAC verbs): the QP state machine of qp.cpp. The
 //                          InfiniBand-only calls keep the default answer (L2370, L4178).
-//   ib_personality.cpp     InfiniBand (not written yet): address handles, multicast,
-//                          special QPs, SMA MADs, UD datagrams, ri_rnic_modify and the IB
-//                          QP state machine. It plugs in as ib_personality(), chosen for an
-//                          instance when its Device is built (Device::personality).
+//   ib_personality.cpp     InfiniBand (docs/ib-personality.md): ri_rnic_modify today;
+//                          address handles, multicast, special QPs, SMA MADs, UD datagrams
+//                          and the IB QP state machine as they land. Chosen for an instance
+//                          by softrnic_vp_create_ex (Device::personality).
 #pragma once
 
 #include <cstdint>
@@ -29,9 +29,13 @@ struct RnicHandle;
 struct Personality {
     const char *name = nullptr;
 
-    // ri_rnic_modify (L2293); the caller has checked the handle and its privilege.
-    ri_api_return_t (*rnic_modify)(RnicHandle &r, ri_rnic_attr_mask_t mask,
+    // ri_rnic_modify (L2293); the caller has checked the handle and its privilege. The
+    // mask is the caller's ri_rnic_attr_mask_t read as an integer (engine/abi.hpp).
+    ri_api_return_t (*rnic_modify)(RnicHandle &r, uint32_t mask,
                                    ri_rnic_modify_req_t *req) = nullptr;
+    // ri_qp_create's transport checks (L3555), after the handles and before the engine
+    // builds the QP: RI_RET_SUCCESS lets the creation go on.
+    ri_api_return_t (*qp_create_check)(RnicHandle &r, const ri_qp_attr_t &attrs) = nullptr;
     // ri_qp_modify's state machine (L3725); the caller has found the QP and `attrs`.
     ri_api_return_t (*qp_modify)(Qp &qp, ri_qp_attr_mask_t mask, ri_qp_attr_t &attrs) = nullptr;
     // ri_special_qp_get (L4069).
@@ -63,8 +67,9 @@ struct Personality {
 };
 
 // Every entry answers "not supported": RI_RET_XPORT_UNSUPPORTED for the calls RNICPI
-// defines for InfiniBand only ("called on a non-InfiniBand device", L2407), and
-// RI_RET_OP_UNSUPPORTED for the QP state machine, which every real personality has.
+// defines for InfiniBand only ("called on a non-InfiniBand device", L2407),
+// RI_RET_OP_UNSUPPORTED for the QP state machine, which every real personality has, and
+// RI_RET_QP_INVALID_SERVICE_TYPE for ri_qp_create (no service type offered, L3636).
 const Personality &default_personality();
 
 // `overrides` with each null entry taken from default_personality().
@@ -72,5 +77,9 @@ Personality with_defaults(const Personality &overrides);
 
 // The iWARP RNIC (iwarp_personality.cpp); what every instance is today.
 const Personality &iwarp_personality();
+
+// The InfiniBand HCA (ib_personality.cpp): an instance of softrnic_vp_create_ex's
+// SOFTRNIC_KIND_IB.
+const Personality &ib_personality();
 
 }  // namespace softrnic::engine

@@ -6,19 +6,26 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 
+#include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "base/config.hpp"
+#include "base/log.hpp"
+#include "engine/abi.hpp"
 #include "engine/device.hpp"
 #include "engine/qp.hpp"
 #include "rnicpi/provider.hpp"
 #include "softrnic/softrnic.h"
+#include "transport/ib_port.hpp"
 #include "transport/loopback/loopback.hpp"
 
 namespace softrnic::rnicpi {
@@ -52,10 +59,40 @@ void unregister_rnic(RnicHandle *r) {
     registry().rnics.erase(r);
 }
 
+void fill_common_rnic_attr(Device &d, ri_rnic_attr_t &a) {
+    a.mem_page_sizes_bit_mask = Limits::kPageSize;
+    a.vendor_id = 0x534652;  // "SFR"
+    a.vendor_part_id = 1;
+    a.hw_version = 1;
+    a.res_ltag_value = 0;  // STag0
+    a.max_pds = Limits::kMaxPds;
+    a.max_qps = Limits::kMaxQps;
+    a.max_wrs_qp = Limits::kMaxWrsQp;
+    a.max_srq = Limits::kMaxSrqs;
+    a.max_wrs_srq = Limits::kMaxWrsSrq;
+    a.max_sgl_send_recvqp = Limits::kMaxSge;
+    a.max_sgl_srq = Limits::kMaxSge;
+    a.max_sgl_rdma_write = Limits::kMaxSge;
+    a.max_sgl_rdma_read = Limits::kMaxSge;
+    a.max_unregistered_inline = Limits::kMaxInline;
+    a.max_cqs = Limits::kMaxCqs;
+    a.max_cqes_per_cq = Limits::kMaxCqes;
+    a.max_cq_event_handlers = Limits::kMaxCqHandlers;
+    a.max_mrs = d.stags.capacity() - 1;
+    a.max_mws = d.stags.capacity() - 1;
+    a.max_pbl_size = Limits::kMaxPbl;
+    a.max_ird = Limits::kMaxIrdQp * Limits::kMaxQps;
+    a.max_ird_per_qp = Limits::kMaxIrdQp;
+    a.max_ord = Limits::kMaxOrdQp * Limits::kMaxQps;
+    a.max_ord_per_qp = Limits::kMaxOrdQp;
+    std::snprintf(a.addl_vendor_info, sizeof a.addl_vendor_info, "softrnic %s", d.name().c_str());
+}
+
 ri_api_return_t fill_rnic_attr(Device &d, uint32_t flags, ri_rnic_attr_t *attrs,
                                uint_t *attr_size) {
     if (flags & ~uint32_t(RI_QUERY_RNIC_PORT_INFO)) return RI_RET_INVALID_PARAMETER;
     if (!attr_size) return RI_RET_INVALID_PARAMETER;
+    if (d.is_ib()) return fill_ib_rnic_attr(d, flags, attrs, attr_size);
     std::vector<in_addr> v4;
     std::vector<in6_addr> v6;
     if (flags & RI_QUERY_RNIC_PORT_INFO) {
@@ -84,32 +121,8 @@ ri_api_return_t fill_rnic_attr(Device &d, uint32_t flags, ri_rnic_attr_t *attrs,
     std::memset(base, 0, need);
     auto *iw = reinterpret_cast<ri_iwarp_rnic_attr_t *>(base + sizeof(ri_rnic_attr_t));
     ri_rnic_attr_t &a = *attrs;
-    a.mem_page_sizes_bit_mask = Limits::kPageSize;
+    fill_common_rnic_attr(d, a);
     a.trans_attr.iwarp = iw;
-    a.vendor_id = 0x534652;  // "SFR"
-    a.vendor_part_id = 1;
-    a.hw_version = 1;
-    a.res_ltag_value = 0;  // STag0
-    a.max_pds = Limits::kMaxPds;
-    a.max_qps = Limits::kMaxQps;
-    a.max_wrs_qp = Limits::kMaxWrsQp;
-    a.max_srq = Limits::kMaxSrqs;
-    a.max_wrs_srq = Limits::kMaxWrsSrq;
-    a.max_sgl_send_recvqp = Limits::kMaxSge;
-    a.max_sgl_srq = Limits::kMaxSge;
-    a.max_sgl_rdma_write = Limits::kMaxSge;
-    a.max_sgl_rdma_read = Limits::kMaxSge;
-    a.max_unregistered_inline = Limits::kMaxInline;
-    a.max_cqs = Limits::kMaxCqs;
-    a.max_cqes_per_cq = Limits::kMaxCqes;
-    a.max_cq_event_handlers = Limits::kMaxCqHandlers;
-    a.max_mrs = d.stags.capacity() - 1;
-    a.max_mws = d.stags.capacity() - 1;
-    a.max_pbl_size = Limits::kMaxPbl;
-    a.max_ird = Limits::kMaxIrdQp * Limits::kMaxQps;
-    a.max_ird_per_qp = Limits::kMaxIrdQp;
-    a.max_ord = Limits::kMaxOrdQp * Limits::kMaxQps;
-    a.max_ord_per_qp = Limits::kMaxOrdQp;
     a.transport_type = RI_RDMA_TRANSPORT_TYPE_IWARP;
     a.rnic_flags = static_cast<ri_rnic_flags_t>(
         RI_RNIC_EXT_SRQ | RI_RNIC_EXT_BMM | RI_RNIC_EXT_ZBVA | RI_RNIC_EXT_LIF |
@@ -117,7 +130,6 @@ ri_api_return_t fill_rnic_attr(Device &d, uint32_t flags, ri_rnic_attr_t *attrs,
         RI_RNIC_CAN_RESIZE_SRQ | RI_RNIC_SAFE_POST_ON_RTS | RI_RNIC_WIDE_WINDOWS_SUPPORTED |
         RI_RNIC_KEY_INDEX_KEY_SPLIT | RI_RNIC_CONSUMER0_OPAQUE | RI_RNIC_CONSUMER1_OPAQUE |
         RI_RNIC_LOCAL_SOLICITED_EVENT);
-    std::snprintf(a.addl_vendor_info, sizeof a.addl_vendor_info, "softrnic %s", d.name().c_str());
     iw->protocol_version = 1;  // IETF
     iw->num_ports = 1;
     iw->iwarp_rnic_flags =
@@ -142,6 +154,90 @@ ri_api_return_t fill_rnic_attr(Device &d, uint32_t flags, ri_rnic_attr_t *attrs,
     *attr_size = static_cast<uint_t>(need);
     return RI_RET_SUCCESS;
 }
+
+namespace {
+
+// A configuration field is read only when the caller's struct is long enough to hold it.
+template <class F>
+F field_or_zero(const softrnic_vp_config_t &c, F softrnic_vp_config_t::*field, size_t offset) {
+    return offset + sizeof(F) <= c.size ? c.*field : F{};
+}
+#define SOFTRNIC_CFG_FIELD(c, f) \
+    field_or_zero(c, &softrnic_vp_config_t::f, offsetof(softrnic_vp_config_t, f))
+
+// SOFTRNIC_IB_PORTS / SOFTRNIC_IB_MTU: the value, or the default with a warning when the
+// value is not one of those allowed.
+uint32_t env_number(base::EnvVar var, uint32_t fallback, bool (*ok)(uint32_t)) {
+    const char *v = base::env_value(var);
+    if (!v || !*v) return fallback;
+    char *end = nullptr;
+    unsigned long n = std::strtoul(v, &end, 10);
+    if (*end == '\0' && n <= UINT32_MAX && ok(static_cast<uint32_t>(n)))
+        return static_cast<uint32_t>(n);
+    SOFTRNIC_LOG(Warn, Rnicpi, "%s=%s is not a valid value: %u is used",
+                 base::env_vars()[static_cast<size_t>(var)].name, v, fallback);
+    return fallback;
+}
+
+bool valid_port_count(uint32_t n) {
+    return n >= 1 && n <= transport::ib::kMaxPorts;
+}
+bool valid_mtu(uint32_t n) {
+    return transport::ib::mtu_from_bytes(n) != 0;
+}
+
+// softrnic_vp_create_ex's configuration: RI_RET_SUCCESS with `out` empty for an iWARP
+// instance, or with the ports of an IB one; RI_RET_INVALID_PARAMETER for a bad value.
+ri_api_return_t ib_config(const char *name, const softrnic_vp_config_t &c,
+                          std::optional<transport::ib::HcaConfig> &out) {
+    namespace ib = transport::ib;
+    out.reset();
+    if (c.size < offsetof(softrnic_vp_config_t, kind) + sizeof c.kind)
+        return RI_RET_INVALID_PARAMETER;
+    const uint32_t kind = raw(c.kind);  // any int a C caller stored
+    if (kind == SOFTRNIC_KIND_IWARP) return RI_RET_SUCCESS;
+    if (kind != SOFTRNIC_KIND_IB) return RI_RET_INVALID_PARAMETER;
+    ib::HcaConfig h;
+    h.name = name;
+    uint32_t ports = SOFTRNIC_CFG_FIELD(c, num_ports);
+    if (ports == 0) ports = env_number(base::EnvVar::IbPorts, 2, valid_port_count);
+    if (!valid_port_count(ports)) return RI_RET_INVALID_PARAMETER;
+    h.num_ports = static_cast<uint8_t>(ports);
+    uint32_t mtu = SOFTRNIC_CFG_FIELD(c, active_mtu);
+    if (mtu == 0) mtu = env_number(base::EnvVar::IbMtu, 4096, valid_mtu);
+    h.active_mtu = ib::mtu_from_bytes(mtu);
+    if (!h.active_mtu) return RI_RET_INVALID_PARAMETER;
+    if (const char *subnet = SOFTRNIC_CFG_FIELD(c, subnet)) {
+        if (!ib::valid_subnet_name(subnet)) return RI_RET_INVALID_PARAMETER;
+        h.subnet = subnet;
+    } else if (const char *v = base::env_value(base::EnvVar::IbSubnet); v && *v) {
+        h.subnet = v;
+        if (!ib::valid_subnet_name(h.subnet)) {
+            h.subnet = ib::default_subnet();
+            SOFTRNIC_LOG(Warn, Rnicpi,
+                         "SOFTRNIC_IB_SUBNET=%s is not a valid subnet name: %s is used", v,
+                         h.subnet.c_str());
+        }
+    } else {
+        h.subnet = ib::default_subnet();
+    }
+    // The node GUID's 0 means "derive it"; a configured port GUID may not be 0, and no two
+    // ports may share one (§2.2).
+    h.node_guid = SOFTRNIC_CFG_FIELD(c, node_guid);
+    if (const uint64_t *guids = SOFTRNIC_CFG_FIELD(c, port_guids)) {
+        for (uint8_t i = 0; i < h.num_ports; ++i) {
+            if (guids[i] == 0) return RI_RET_INVALID_PARAMETER;
+            for (uint8_t j = 0; j < i; ++j)
+                if (guids[i] == guids[j]) return RI_RET_INVALID_PARAMETER;
+            h.port_guids[i] = guids[i];
+        }
+    }
+    out = std::move(h);
+    return RI_RET_SUCCESS;
+}
+#undef SOFTRNIC_CFG_FIELD
+
+}  // namespace
 
 namespace {
 const char *state_name(ri_qp_state_t s) {
@@ -173,9 +269,14 @@ std::string diag_qp(Qp &q) {
 
 std::string diag_rnic(Device &d, bool dump) {
     std::ostringstream o;
-    o << "softrnic " << d.name() << ": iWARP (IETF) software RNIC, open " << d.open << ", pds "
-      << d.pds.live() << ", cqs " << d.cqs.live() << ", qps " << d.qps.live() << ", srqs "
-      << d.srqs.live() << "\n";
+    o << "softrnic " << d.name() << ": ";
+    if (d.is_ib())
+        o << "InfiniBand software HCA, " << unsigned(d.hca->num_ports()) << " ports, subnet "
+          << d.hca->subnet();
+    else
+        o << "iWARP (IETF) software RNIC";
+    o << ", open " << d.open << ", pds " << d.pds.live() << ", cqs " << d.cqs.live() << ", qps "
+      << d.qps.live() << ", srqs " << d.srqs.live() << "\n";
     if (dump) {
         d.qps.for_each([&](Qp &q) { o << diag_qp(q); });
         d.stags.for_each_live([&](MemEntry &e) {
@@ -294,8 +395,20 @@ ri_api_return_t ri_svc_mem_unpin(ri_vaddr_t va, ri_length_t len, ri_os_data_t, r
 }
 
 ri_api_return_t softrnic_vp_create(const char *name, ri_vp_handle_t *vp) {
+    return softrnic_vp_create_ex(name, nullptr, vp);
+}
+
+ri_api_return_t softrnic_vp_create_ex(const char *name, const softrnic_vp_config_t *cfg,
+                                      ri_vp_handle_t *vp) {
     if (!name || !*name || !vp || strnlen(name, 64) >= 64) return RI_RET_INVALID_PARAMETER;
     try {
+        std::unique_ptr<transport::ib::Hca> hca;
+        if (cfg) {
+            std::optional<transport::ib::HcaConfig> ib;
+            if (ri_api_return_t r = rnicpi::ib_config(name, *cfg, ib); r != RI_RET_SUCCESS)
+                return r;
+            if (ib) hca = std::make_unique<transport::ib::Hca>(std::move(*ib));
+        }
         transport::loopback::ensure_registered();
         auto &reg = rnicpi::registry();
         Device *d = nullptr;
@@ -303,6 +416,10 @@ ri_api_return_t softrnic_vp_create(const char *name, ri_vp_handle_t *vp) {
             std::lock_guard lk(reg.mu);
             if (reg.devices.count(name)) return RI_RET_RNIC_INUSE;
             auto dev = std::make_unique<Device>(name);
+            if (hca) {
+                dev->hca = std::move(hca);
+                dev->personality = &ib_personality();
+            }
             d = dev.get();
             reg.devices.emplace(name, std::move(dev));
             for (int v = 0; v < 3; ++v)
@@ -314,10 +431,14 @@ ri_api_return_t softrnic_vp_create(const char *name, ri_vp_handle_t *vp) {
         svcs.fw_major_version = 0;
         svcs.fw_minor_version = 1;
         uint_t qsize = 0;
-        rnicpi::fill_rnic_attr(*d, 0, nullptr, &qsize);
+        // With port data on IB, whose size never changes (L2269); iWARP's port addresses
+        // come and go, so its initial size is without them.
+        rnicpi::fill_rnic_attr(*d, d->is_ib() ? RI_QUERY_RNIC_PORT_INFO : 0, nullptr, &qsize);
         svcs.query_size = qsize;
         std::snprintf(svcs.lib_path, sizeof svcs.lib_path, "libsoftrnic.so");
-        std::snprintf(svcs.hw_path, sizeof svcs.hw_path, "softrnic/%s", name);
+        // RNICPI L6837: the device's hardware path, here its kind and name.
+        std::snprintf(svcs.hw_path, sizeof svcs.hw_path, "%s/%s",
+                      d->is_ib() ? "softrnic-ib" : "softrnic", name);
         std::string info = name;
         ri_err_data_t err = 0;
         ri_api_return_t r =

@@ -21,7 +21,7 @@ struct PersonalityOps {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
             if (!r->privileged()) return RI_RET_NO_PERMISSION;
-            return of(*r).rnic_modify(*r, mask, req);
+            return of(*r).rnic_modify(*r, raw(mask), req);
         });
     }
 

@@ -1,5 +1,6 @@
-// Queue pairs: create, query, destroy. Posting is in wr_ops.cpp; ri_qp_modify and the
-// special QPs depend on the personality (personality_ops.cpp).
+// Queue pairs: create (with the personality's checks), query, destroy. Posting is in
+// wr_ops.cpp; ri_qp_modify and the special QPs depend on the personality
+// (personality_ops.cpp).
 
 #include "rnicpi/ops.hpp"
 
@@ -29,6 +30,9 @@ struct QpOps {
                 srq = owned(d.srqs, a->srq.srq_handle, r);
                 if (!srq) return RI_RET_SRQ_INVALID_HANDLE;
             }
+            // The personality says which QPs it can make (no IB service type yet).
+            if (ri_api_return_t c = d.personality->qp_create_check(*r, *a); c != RI_RET_SUCCESS)
+                return c;
             Qp *q = nullptr;
             ri_api_return_t ret = d.create_qp(*r, {*pd, *scq, *rcq, srq}, *a, os, q);
             if (ret == RI_RET_SUCCESS) *qp = q->handle;

@@ -32,6 +32,11 @@ struct RnicOps {
             d->open_os_data = os;
             d->open = true;
             d->start_events();
+            // An IB instance's ports come up now (docs/ib-personality.md §2.4): each
+            // Active port raises its port event.
+            if (d->is_ib())
+                for (uint8_t port : d->hca->attach())
+                    d->raise_port_event(port, RI_IB_LINK_ACTIVE);
             return RI_RET_SUCCESS;
         });
     }
@@ -46,6 +51,7 @@ struct RnicOps {
             if (!d->rnics.empty()) return RI_RET_RNIC_INUSE;
             if (d->events.on_event_thread()) return RI_RET_FAIL;  // would join itself
             d->stop_events();
+            if (d->is_ib()) d->hca->detach();  // the ports go Down, their LIDs are free
             d->open = false;
             return RI_RET_SUCCESS;
         });

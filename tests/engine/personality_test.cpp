@@ -35,6 +35,9 @@ void expect_answers(const Personality &p, ri_api_return_t ib_only, ri_api_return
     EXPECT_EQ(p.mcast_detach(r, 0xC001, &gid, nullptr), ib_only);
     char in[256] = {}, out[256] = {};
     EXPECT_EQ(p.process_sma_mad(r, 1, in, out), ib_only);
+    ri_qp_attr_t create{};
+    EXPECT_EQ(p.qp_create_check(r, create),
+              qp_modify == RI_RET_SUCCESS ? RI_RET_SUCCESS : RI_RET_QP_INVALID_SERVICE_TYPE);
     if (qp_modify != RI_RET_SUCCESS) {
         Qp q;
         EXPECT_EQ(p.qp_modify(q, RI_QP_ATTR_NEXT_STATE, qa), qp_modify);
@@ -58,6 +61,7 @@ TEST(Personality, WithDefaultsKeepsOverridesAndFillsTheRest) {
     EXPECT_EQ(p.ah_destroy, over.ah_destroy);
     const Personality &d = default_personality();
     EXPECT_EQ(p.rnic_modify, d.rnic_modify);
+    EXPECT_EQ(p.qp_create_check, d.qp_create_check);
     EXPECT_EQ(p.qp_modify, d.qp_modify);
     EXPECT_EQ(p.special_qp_get, d.special_qp_get);
     EXPECT_EQ(p.qp_post_datagram, d.qp_post_datagram);
@@ -78,6 +82,27 @@ TEST(Personality, IwarpOverridesTheStateMachineOnly) {
     expect_answers(iw, RI_RET_XPORT_UNSUPPORTED, RI_RET_SUCCESS);
     Device dev("personality-test");
     EXPECT_EQ(dev.personality, &iw);
+    EXPECT_FALSE(dev.is_ib());
+}
+
+// InfiniBand implements ri_rnic_modify (step 2 of docs/ib-personality.md §10); everything
+// else keeps the default answers until its step lands.
+TEST(Personality, IbOverridesRnicModifyOnly) {
+    const Personality &ib = ib_personality();
+    const Personality &d = default_personality();
+    EXPECT_STREQ(ib.name, "ib");
+    EXPECT_NE(ib.rnic_modify, d.rnic_modify);
+    EXPECT_EQ(ib.qp_create_check, d.qp_create_check);
+    EXPECT_EQ(ib.qp_modify, d.qp_modify);
+    EXPECT_EQ(ib.special_qp_get, d.special_qp_get);
+    EXPECT_EQ(ib.qp_post_datagram, d.qp_post_datagram);
+    EXPECT_EQ(ib.ah_create, d.ah_create);
+    EXPECT_EQ(ib.ah_query, d.ah_query);
+    EXPECT_EQ(ib.ah_modify, d.ah_modify);
+    EXPECT_EQ(ib.ah_destroy, d.ah_destroy);
+    EXPECT_EQ(ib.mcast_attach, d.mcast_attach);
+    EXPECT_EQ(ib.mcast_detach, d.mcast_detach);
+    EXPECT_EQ(ib.process_sma_mad, d.process_sma_mad);
 }
 
 }  // namespace

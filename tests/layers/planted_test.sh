@@ -38,4 +38,5 @@ plant cm_header_includes_transport src/cm/connection_manager.hpp '#include "tran
 plant mad_includes_engine src/mad/planted.cpp '#include "engine/device.hpp"'
 plant mad_includes_transport src/mad/planted.hpp '#include "transport/transport.hpp"'
 plant face_includes_mad src/api/dat/provider/planted.cpp '#include "mad/common.hpp"'
+plant engine_includes_ib_internals src/engine/planted.cpp '#include "transport/ib/local_subnet.hpp"'
 plant stray_getenv src/engine/planted.cpp 'const char *v = std::getenv("SOFTRNIC_NEW_THING");'

@@ -1,0 +1,84 @@
+// The InfiniBand personality (docs/ib-personality.md): an HCA with ports (Device::hca).
+// It implements ri_rnic_modify; every other entry keeps the default answer until its step
+// of the plan lands (§10): no QP can be created yet (RI_RET_QP_INVALID_SERVICE_TYPE),
+// and address handles, multicast, special QPs, datagrams and SMA MADs answer
+// RI_RET_XPORT_UNSUPPORTED.
+#include "engine/abi.hpp"
+#include "engine/device.hpp"
+#include "engine/personality.hpp"
+#include "engine/qp.hpp"
+
+namespace softrnic::engine {
+
+namespace {
+
+constexpr uint32_t kKnownPortMask =
+    RI_IB_PORT_ATTR_SHUTDOWN | RI_IB_PORT_ATTR_INIT_TYPE | RI_IB_PORT_ATTR_QKEY_RESET |
+    RI_IB_PORT_ATTR_CAP_SET | RI_IB_PORT_ATTR_CAP_FLAG_SM | RI_IB_PORT_ATTR_CAP_FLAG_SNMP |
+    RI_IB_PORT_ATTR_CAP_FLAG_DEVMGT | RI_IB_PORT_ATTR_CAP_FLAG_VENDOR;
+constexpr uint32_t kCapFlagMask = RI_IB_PORT_ATTR_CAP_FLAG_SM | RI_IB_PORT_ATTR_CAP_FLAG_SNMP |
+                                  RI_IB_PORT_ATTR_CAP_FLAG_DEVMGT | RI_IB_PORT_ATTR_CAP_FLAG_VENDOR;
+
+// The capability bits a CAP_SET request leaves set (L2386-2389).
+ri_ib_port_flags_t capabilities_of(uint32_t mask) {
+    uint32_t f = 0;
+    if (mask & RI_IB_PORT_ATTR_CAP_FLAG_SM) f |= RI_IB_PORT_SM;
+    if (mask & RI_IB_PORT_ATTR_CAP_FLAG_SNMP) f |= RI_IB_PORT_SNMP_TUNNEL;
+    if (mask & RI_IB_PORT_ATTR_CAP_FLAG_DEVMGT) f |= RI_IB_PORT_DEV_MGT;
+    if (mask & RI_IB_PORT_ATTR_CAP_FLAG_VENDOR) f |= RI_IB_PORT_VENDOR_CLASS;
+    return static_cast<ri_ib_port_flags_t>(f);
+}
+
+// ri_rnic_modify (L2293-2410), all or nothing: every request is checked before any is
+// applied. Of the optional items (L2392) the system image GUID and the Q_Key violation
+// counter are offered (RI_IB_SI_GUID, RI_IB_QKEY_CNTR); port shutdown and InitType are
+// not (no RI_IB_SHUTDOWN_PORT, no RI_IB_INIT_TYPE): RI_RET_OP_UNSUPPORTED (L2393).
+ri_api_return_t ib_rnic_modify(RnicHandle &r, uint32_t mask, ri_rnic_modify_req_t *req) {
+    transport::ib::Hca &hca = *r.dev->hca;
+    if (!req) return RI_RET_INVALID_PARAMETER;      // L2402
+    if (mask & ~uint32_t(RI_IB_RNIC_ATTR_SI_GUID))  // L2360
+        return RI_RET_INVALID_PARAMETER;
+    // A system image GUID of 0 would read "not supported" (L7955).
+    if ((mask & RI_IB_RNIC_ATTR_SI_GUID) && req->si_guid == 0) return RI_RET_INVALID_PARAMETER;
+    if (req->port_list_size && !req->port_attrs) return RI_RET_INVALID_PARAMETER;
+    bool unsupported = false;
+    for (uint8_t i = 0; i < req->port_list_size; ++i) {
+        const ri_port_modify_req_t &p = req->port_attrs[i];
+        uint32_t m = raw(p.port_attr_mask);
+        if (m & ~kKnownPortMask) return RI_RET_INVALID_PARAMETER;  // L2380
+        if (p.port_number != RI_IB_ALL_PORTS && p.port_number > hca.num_ports())
+            return RI_RET_INVALID_PARAMETER;  // L2383
+        if ((m & kCapFlagMask) && !(m & RI_IB_PORT_ATTR_CAP_SET))
+            return RI_RET_INVALID_PARAMETER;  // L2386-2389
+        if (m & (RI_IB_PORT_ATTR_SHUTDOWN | RI_IB_PORT_ATTR_INIT_TYPE)) unsupported = true;
+    }
+    if (unsupported) return RI_RET_OP_UNSUPPORTED;
+    if (mask & RI_IB_RNIC_ATTR_SI_GUID) hca.set_system_image_guid(req->si_guid);
+    for (uint8_t i = 0; i < req->port_list_size; ++i) {
+        const ri_port_modify_req_t &p = req->port_attrs[i];
+        uint32_t m = raw(p.port_attr_mask);
+        uint8_t first = p.port_number == RI_IB_ALL_PORTS ? 1 : p.port_number;
+        uint8_t last = p.port_number == RI_IB_ALL_PORTS ? hca.num_ports() : p.port_number;
+        for (uint8_t n = first; n <= last; ++n) {
+            if (m & RI_IB_PORT_ATTR_QKEY_RESET) hca.reset_qkey_counter(n);
+            if (m & RI_IB_PORT_ATTR_CAP_SET) hca.set_capabilities(n, capabilities_of(m));
+        }
+    }
+    return RI_RET_SUCCESS;
+}
+
+Personality make_ib() {
+    Personality p;
+    p.name = "ib";
+    p.rnic_modify = ib_rnic_modify;
+    return with_defaults(p);
+}
+
+}  // namespace
+
+const Personality &ib_personality() {
+    static const Personality p = make_ib();
+    return p;
+}
+
+}  // namespace softrnic::engine
