@@ -67,7 +67,7 @@ std::optional<IbTransition> ud_edge(S from, S to, IbService svc, bool drained) {
 
 }  // namespace
 
-std::optional<IbQpState> ib_state_of(ri_qp_state_t s) {
+std::optional<IbQpState> ib_state_of(uint32_t s) {
     switch (s) {
         case RI_QP_STATE_IDLE:
             return S::Reset;
@@ -115,7 +115,7 @@ std::optional<IbTransition> ib_transition(IbQpState from, IbQpState to, IbServic
 }
 
 ri_api_return_t ib_check_modify(IbQpState from, IbService svc, bool sqd_drained, uint32_t mask,
-                                ri_qp_state_t next, IbQpState &target) {
+                                uint32_t next, IbQpState &target) {
     // 1. A bit the IB mask does not have (RNICPI L3953).
     if (mask & ~kIbQpAttrMaskAll) return RI_RET_INVALID_PARAMETER;
     // 2. An attribute this service type does not have (RNICPI L3961; A17).

@@ -23,9 +23,10 @@ enum class IbQpState : uint8_t { Reset, Init, Rtr, Rts, Sqd, Sqe, Error };
 // rows with their own Reset -> Init (docs/ib-personality.md section 3.2).
 enum class IbService : uint8_t { Rc, Ud, Qp0, Qp1 };
 
-// The IB state an RNICPI state value names, or nothing for the iWARP-only states and
-// TIMEWAIT, which IB QPs do not have (RNICPI L8421; docs/ib-personality.md A7).
-std::optional<IbQpState> ib_state_of(ri_qp_state_t s);
+// The IB state an RNICPI state value names, or nothing for the iWARP-only states,
+// TIMEWAIT, which IB QPs do not have (RNICPI L8421; docs/ib-personality.md A7), and values
+// outside the enumeration. Taken as an integer: a C caller may pass anything.
+std::optional<IbQpState> ib_state_of(uint32_t s);
 
 // The IB personality's highest mask bit (RI_QP_ATTR_PORT_NUM).
 inline constexpr uint32_t kIbQpAttrMaskAll = (uint32_t{RI_QP_ATTR_PORT_NUM} << 1) - 1;
@@ -53,6 +54,6 @@ std::optional<IbTransition> ib_transition(IbQpState from, IbQpState to, IbServic
 // RI_QP_ATTR_NEXT_STATE the transition is from `from` to itself. `target` gets the state the
 // transition leads to.
 ri_api_return_t ib_check_modify(IbQpState from, IbService svc, bool sqd_drained, uint32_t mask,
-                                ri_qp_state_t next, IbQpState &target);
+                                uint32_t next, IbQpState &target);
 
 }  // namespace softrnic::engine

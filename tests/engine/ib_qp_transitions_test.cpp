@@ -183,8 +183,8 @@ TEST(IbQpTransitions, MaskBitsAboveThePortAreInvalid) {
 
 // States IB QPs do not have: Terminate and Closing (iWARP's) and TIMEWAIT (RNICPI L8421).
 TEST(IbQpTransitions, IwarpStatesAndTimewaitAreInvalid) {
-    for (ri_qp_state_t s :
-         {RI_QP_STATE_TERMINATE, RI_QP_STATE_CLOSING, RI_QP_STATE_TIMEWAIT, ri_qp_state_t(77)}) {
+    for (uint32_t s : {uint32_t{RI_QP_STATE_TERMINATE}, uint32_t{RI_QP_STATE_CLOSING},
+                       uint32_t{RI_QP_STATE_TIMEWAIT}, uint32_t{77}}) {
         EXPECT_FALSE(ib_state_of(s).has_value());
         IbQpState target{};
         EXPECT_EQ(ib_check_modify(S::Rts, Svc::Rc, true, RI_QP_ATTR_NEXT_STATE, s, target),
