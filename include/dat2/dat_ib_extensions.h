@@ -4,9 +4,9 @@
  * Declared so that programs written against the OFED extension compile:
  * extension operation numbers, event data layouts, counters and the
  * dat_ib_* call macros, which all funnel into dat_extension_op(). softrnic's
- * provider reports DAT_EXTENSION_NONE, so at run time those calls return
- * DAT_NOT_IMPLEMENTED; programs are expected to check
- * DAT_IA_ATTR.extension_supported first.
+ * provider reports DAT_EXTENSION_IB and implements the reliable-connection
+ * operations (RDMA Write with immediate data, fetch-and-add, compare-and-swap);
+ * the other operations return DAT_NOT_IMPLEMENTED.
  */
 #ifndef _DAT_IB_EXTENSIONS_H_
 #define _DAT_IB_EXTENSIONS_H_

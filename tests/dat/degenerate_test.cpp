@@ -370,7 +370,10 @@ TEST_F(DatDegenerate, EpObject) {
     DAT_EP_HANDLE e = DAT_HANDLE_NULL;
     DAT_EP_PARAM p{};
     DAT_EP_ATTR bad_service = ep_attr;
-    bad_service.service_type = DAT_SERVICE_TYPE_EXTENSION_BASE;  // UD: none here
+    // No such service type (the one after the IB extension's UD), beyond the enum's range.
+    bad_service.service_type = static_cast<DAT_SERVICE_TYPE>(DAT_SERVICE_TYPE_EXTENSION_BASE + 1);
+    DAT_EP_ATTR ud_service = ep_attr;
+    ud_service.service_type = DAT_SERVICE_TYPE_EXTENSION_BASE;  // DAT_IB_SERVICE_TYPE_UD
     DAT_EP_PARAM bad_modify{};
     bad_modify.ep_attr = bad_service;
     DAT_COUNT nbufs = 0;
@@ -382,7 +385,8 @@ TEST_F(DatDegenerate, EpObject) {
             dat_ep_create(ia, pz, rcv, conn, conn, nullptr, &e)),
         ROW(bad_handle(DAT_INVALID_HANDLE_EVD_CONN),
             dat_ep_create(ia, pz, rcv, dto, dto, nullptr, &e)),
-        ROW(bad_arg(DAT_INVALID_ARG6), dat_ep_create(ia, pz, rcv, dto, conn, &bad_service, &e)),
+        // UD EPs need the InfiniBand personality: not on these IAs.
+        ROW(error(DAT_MODEL_NOT_SUPPORTED), dat_ep_create(ia, pz, rcv, dto, conn, &ud_service, &e)),
         ROW(bad_arg(DAT_INVALID_ARG7), dat_ep_create(ia, pz, rcv, dto, conn, nullptr, nullptr)),
         ROW(bad_handle(DAT_INVALID_HANDLE_SRQ),
             dat_ep_create_with_srq(ia, pz, rcv, dto, conn, DAT_HANDLE_NULL, &ep_attr, &e)),
@@ -390,8 +394,6 @@ TEST_F(DatDegenerate, EpObject) {
             dat_ep_create_with_srq(ia, pz, rcv, dto, conn, pz, &ep_attr, &e)),
         ROW(bad_arg(DAT_INVALID_ARG7),
             dat_ep_create_with_srq(ia, pz, rcv, dto, conn, srq, nullptr, &e)),
-        ROW(bad_arg(DAT_INVALID_ARG7),
-            dat_ep_create_with_srq(ia, pz, rcv, dto, conn, srq, &bad_service, &e)),
         ROW(bad_arg(DAT_INVALID_ARG8),
             dat_ep_create_with_srq(ia, pz, rcv, dto, conn, srq, &ep_attr, nullptr)),
         ROW(bad_arg(DAT_INVALID_ARG3), dat_ep_query(ep, DAT_EP_FIELD_ALL, nullptr)),
@@ -400,8 +402,6 @@ TEST_F(DatDegenerate, EpObject) {
         ROW(bad_arg(DAT_INVALID_ARG3), dat_ep_modify(ep, DAT_EP_FIELD_PZ_HANDLE, nullptr)),
         ROW(bad_arg(DAT_INVALID_ARG2), dat_ep_modify(ep, bits<DAT_EP_PARAM_MASK>(1ull << 31), &p)),
         ROW(bad_arg(DAT_INVALID_ARG2), dat_ep_modify(ep, DAT_EP_FIELD_IA_HANDLE, &p)),
-        ROW(bad_arg(DAT_INVALID_ARG3),
-            dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_SERVICE_TYPE, &bad_modify)),
         ROW(bad_handle(DAT_INVALID_HANDLE_EP), dat_ep_modify(pz, DAT_EP_FIELD_PZ_HANDLE, &p)),
         ROW(bad_handle(DAT_INVALID_HANDLE_EP), dat_ep_get_status(pz, nullptr, nullptr, nullptr)),
         ROW(DAT_SUCCESS, dat_ep_get_status(ep, nullptr, nullptr, nullptr)),
@@ -413,6 +413,13 @@ TEST_F(DatDegenerate, EpObject) {
         ROW(bad_handle(DAT_INVALID_HANDLE_EP), dat_ep_set_watermark(pz, 0, 0)),
         ROW(bad_handle(DAT_INVALID_HANDLE_EP), dat_ep_reset(pz)),
         ROW(bad_handle(DAT_INVALID_HANDLE_EP), dat_ep_free(pz)),
+    });
+    check_beyond_enum_range({
+        ROW(bad_arg(DAT_INVALID_ARG6), dat_ep_create(ia, pz, rcv, dto, conn, &bad_service, &e)),
+        ROW(bad_arg(DAT_INVALID_ARG7),
+            dat_ep_create_with_srq(ia, pz, rcv, dto, conn, srq, &bad_service, &e)),
+        ROW(bad_arg(DAT_INVALID_ARG3),
+            dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_SERVICE_TYPE, &bad_modify)),
     });
 }
 

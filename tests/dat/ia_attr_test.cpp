@@ -1,5 +1,5 @@
-// The provider-specific attributes dat_ia_query reports (uDAPL L2489): the one OFED's
-// providers report without extensions, DAT_IB_TRANSPORT_MTU, with the value softrnic's
+// The provider-specific attributes dat_ia_query reports (uDAPL L2489): the IB extension
+// operations offered, and DAT_IB_TRANSPORT_MTU, with the value softrnic's
 // transports carry in one piece (src/api/dat/provider/transport_mtu.hpp), as unmodified
 // consumers read it (dtestsrq: the first entry named exactly so, its value through
 // strtol(value, NULL, 10)).
@@ -67,8 +67,21 @@ TEST(DatIaQuery, ShmIaReportsTheLargestIbMtu) {
     DAT_COUNT count = 0;
     const std::string v = specific_attr("softrnic-shm", "DAT_IB_TRANSPORT_MTU", &count);
     EXPECT_EQ(v, "4096");
-    EXPECT_EQ(count, 1);
+    EXPECT_EQ(count, 4);
     expect_ib_mtu_text(v);
+}
+
+// The IB extension's reliable-connection operations, announced as OFED providers do
+// (dtestx skips the atomics unless both say TRUE).
+TEST(DatIaQuery, EveryIaAnnouncesTheRcExtensionOperations) {
+    for (const char *name : {"softrnic-shm", "softrnic-tcp", "softrnic"}) {
+        SCOPED_TRACE(name);
+        DAT_COUNT count = 0;
+        for (const char *attr :
+             {"DAT_IB_FETCH_AND_ADD", "DAT_IB_CMP_AND_SWAP", "DAT_IB_IMMED_DATA"})
+            EXPECT_EQ(specific_attr(name, attr, &count), "TRUE") << attr;
+        EXPECT_EQ(count, 4);
+    }
 }
 
 // The shipped dat.conf puts these IAs on lo: what one TCP segment there carries.
@@ -81,7 +94,7 @@ TEST(DatIaQuery, TcpCapableIasReportTheirInterfacesIbMtu) {
         DAT_COUNT count = 0;
         const std::string v = specific_attr(name, "DAT_IB_TRANSPORT_MTU", &count);
         EXPECT_EQ(v, want);
-        EXPECT_EQ(count, 1);
+        EXPECT_EQ(count, 4);
         expect_ib_mtu_text(v);
     }
 }

@@ -198,7 +198,7 @@ TEST(DaplIa, C02_OpenCreatesAsyncEvd_L2067) {
     EXPECT_EQ(pa.dapl_version_major, 2u);
     EXPECT_EQ(pa.dapl_version_minor, 0u);
     EXPECT_EQ(pa.is_thread_safe, DAT_FALSE);
-    EXPECT_EQ(ia_attr.extension_supported, DAT_EXTENSION_NONE);
+    EXPECT_EQ(ia_attr.extension_supported, DAT_EXTENSION_IB);
     EXPECT_GE(pa.max_private_data_size, 64);
     EXPECT_EQ(dat_ia_close(ia, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
 }

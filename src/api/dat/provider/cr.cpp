@@ -88,6 +88,7 @@ DAT_RETURN cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph, DAT_COUNT pd_size, cons
     cp.private_data = wrap_pd(pd, size_t(pd_size), 0);
     cp.ird = uint16_t(ep->attr.max_rdma_read_in);
     cp.ord = uint16_t(ep->attr.max_rdma_read_out);
+    cp.rfc7306 = true;  // as the initiator does (ep_connect.cpp)
     {
         std::lock_guard lk(ia->mu);
         ia->conns[cr->id] = ep;

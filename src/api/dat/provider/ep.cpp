@@ -37,6 +37,9 @@ DAT_EP_ATTR default_ep_attr(Ia *ia) {
 // `attr_arg` is the DAT_INVALID_ARGn subtype naming the attributes' position in the call.
 DAT_RETURN check_ep_attr(Ia *ia, const DAT_EP_ATTR &a, bool with_srq, DAT_RETURN attr_arg) {
     const ri_rnic_attr_t &r = ia->attr;
+    // Unreliable datagram EPs need the InfiniBand personality, which these IAs lack.
+    if (a.service_type == static_cast<DAT_SERVICE_TYPE>(DAT_IB_SERVICE_TYPE_UD))
+        return err(DAT_MODEL_NOT_SUPPORTED);
     if (a.service_type != DAT_SERVICE_TYPE_RC) return err(DAT_INVALID_PARAMETER, attr_arg);
     if (a.qos != DAT_QOS_BEST_EFFORT) return err(DAT_MODEL_NOT_SUPPORTED);
     if (a.max_request_dtos < 0 || uint32_t(a.max_request_dtos) >= r.max_wrs_qp ||

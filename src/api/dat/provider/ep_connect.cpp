@@ -47,6 +47,9 @@ DAT_RETURN connect_to(Ep *ep, const sockaddr *addr, DAT_CONN_QUAL qual, DAT_TIME
     cp.private_data = wrap_pd(pd, size_t(pd_size), 0);
     cp.ird = uint16_t(ep->attr.max_rdma_read_in);
     cp.ord = uint16_t(ep->attr.max_rdma_read_out);
+    // Both ends are softrnic uDAPL providers, which always agree to RFC 7306 (atomics and
+    // immediate data, needed by the IB extension); shm carries them regardless.
+    cp.rfc7306 = true;
     cp.timeout =
         timeout == DAT_TIMEOUT_INFINITE
             ? std::chrono::milliseconds(0)

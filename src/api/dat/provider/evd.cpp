@@ -82,6 +82,11 @@ DAT_DTO_COMPLETION_STATUS map_status(ri_wc_status_t s) {
             break;
         case RI_WC_TYPE_RDMA_WRITE:
             d.operation = DAT_DTO_RDMA_WRITE;
+            fill_extended_dto(wc, ev);  // with immediate data: an extended completion
+            break;
+        case RI_WC_TYPE_FETCH_AND_ADD:
+        case RI_WC_TYPE_COMPARE_AND_SWAP:
+            fill_extended_dto(wc, ev);
             break;
         case RI_WC_TYPE_RDMA_READ:
         case RI_WC_TYPE_RDMA_READ_LOCAL_INVALIDATE: {
@@ -95,7 +100,9 @@ DAT_DTO_COMPLETION_STATUS map_status(ri_wc_status_t s) {
             break;
         }
         default:
-            if (wc.flags & RI_WC_FLAG_RTAG_INVALIDATE) {
+            if (fill_extended_dto(wc, ev)) {
+                // An RDMA Write with immediate data consumed this receive.
+            } else if (wc.flags & RI_WC_FLAG_RTAG_INVALIDATE) {
                 d.operation = DAT_DTO_RECEIVE_WITH_INVALIDATE;
                 d.rmr_context = wc.invalidated_rtag;
             } else {

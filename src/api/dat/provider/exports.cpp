@@ -20,9 +20,6 @@ DAT_RETURN ia_ha_related(DAT_IA_HANDLE h, const DAT_NAME_PTR, DAT_BOOLEAN *answe
     *answer = DAT_FALSE;
     return DAT_SUCCESS;
 }
-DAT_RETURN extended_op(DAT_HANDLE, DAT_EXTENDED_OP, va_list) {
-    return DAT_NOT_IMPLEMENTED;  // extension_supported is DAT_EXTENSION_NONE
-}
 
 // ------------------------------------------------------------------------- error log
 
@@ -253,4 +250,5 @@ DAPL_EXPORT void dat_provider_fini(const DAT_PROVIDER_INFO *info) {
 }
 
 // Debian's libdat2 looks this symbol up in every provider (it only warns without it).
-DAPL_EXPORT const char dapl_extensions[] = "softrnic: no extensions";
+DAPL_EXPORT const char dapl_extensions[] =
+    "softrnic: DAT_EXTENSION_IB (RC: write immediate, atomics)";

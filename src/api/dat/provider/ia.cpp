@@ -158,6 +158,9 @@ DAT_RETURN ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HANDLE *asyn
     std::snprintf(ia->ib_mtu_text, sizeof ia->ib_mtu_text, "%u",
                   ia_ib_mtu(cm_opts.transport, ia->addr));
     ia->specific_attrs[0] = DAT_NAMED_ATTR{"DAT_IB_TRANSPORT_MTU", ia->ib_mtu_text};
+    ia->specific_attrs[1] = DAT_NAMED_ATTR{DAT_IB_ATTR_FETCH_AND_ADD, "TRUE"};
+    ia->specific_attrs[2] = DAT_NAMED_ATTR{DAT_IB_ATTR_CMP_AND_SWAP, "TRUE"};
+    ia->specific_attrs[3] = DAT_NAMED_ATTR{DAT_IB_ATTR_IMMED_DATA, "TRUE"};
     ia->cm = std::make_unique<cm::ConnectionManager>(
         [p = ia.get()](cm::Event &ev) { cm_handler(p, ev); }, cm_opts);
     if (!ia->cm->ok()) return fail(err(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY));
@@ -350,8 +353,9 @@ DAT_RETURN ia_query(DAT_IA_HANDLE h, DAT_EVD_HANDLE *async_evd, DAT_IA_ATTR_MASK
         a->max_rdma_read_per_ep_in_guaranteed = DAT_TRUE;
         a->max_rdma_read_per_ep_out_guaranteed = DAT_TRUE;
         a->zb_supported = DAT_FALSE;
-        a->extension_supported = DAT_EXTENSION_NONE;
-        a->extension_version = 0;
+        // RC extensions only (write with immediate data, atomics); see ext_ib.cpp.
+        a->extension_supported = DAT_EXTENSION_IB;
+        a->extension_version = DAT_IB_EXTENSION_VERSION;
     }
     if (p) {
         DAT_BOOLEAN merging[6][6];
@@ -401,8 +405,7 @@ DAT_RETURN ia_query(DAT_IA_HANDLE h, DAT_EVD_HANDLE *async_evd, DAT_IA_ATTR_MASK
         p->is_signal_safe = DAT_FALSE;
         p->ha_supported = DAT_FALSE;
         p->ha_loadbalancing = DAT_HA_LB_NONE;
-        // The reference providers' one attribute without extensions (the others announce
-        // IB extension operations, and extension_supported is NONE here).
+        // The reference providers' MTU attribute and the IB extension operations offered.
         p->num_provider_specific_attr = DAT_COUNT(std::size(ia->specific_attrs));
         p->provider_specific_attr = ia->specific_attrs;
     }

@@ -9,6 +9,10 @@ namespace softrnic::dapl {
 
 // ------------------------------------------------------------------------------ LMR / RMR
 
+// The standard privileges and the IB extension's remote atomic one.
+constexpr unsigned kRemoteAtomic = DAT_IB_MEM_PRIV_REMOTE_ATOMIC;
+constexpr unsigned kMemPrivKnown = unsigned(DAT_MEM_PRIV_ALL_FLAG) | kRemoteAtomic;
+
 ri_mem_attr_t mem_attr(DAT_MEM_PRIV_FLAGS p) {
     unsigned a = RI_MEM_FLAGS_BINDING;
     if (p & DAT_MEM_PRIV_LOCAL_READ_FLAG) a |= RI_MEM_FLAGS_LOCAL_READ;
@@ -17,6 +21,8 @@ ri_mem_attr_t mem_attr(DAT_MEM_PRIV_FLAGS p) {
     // Remote write needs local write in RNICPI (and on IB hardware).
     if (p & DAT_MEM_PRIV_REMOTE_WRITE_FLAG)
         a |= RI_MEM_FLAGS_REMOTE_WRITE | RI_MEM_FLAGS_LOCAL_WRITE;
+    // The IB extension's atomic target privilege; atomics write too.
+    if (p & kRemoteAtomic) a |= RI_MEM_FLAGS_ATOMICS | RI_MEM_FLAGS_LOCAL_WRITE;
     return static_cast<ri_mem_attr_t>(a);
 }
 
@@ -28,8 +34,7 @@ DAT_RETURN lmr_create(DAT_IA_HANDLE h, DAT_MEM_TYPE type, DAT_REGION_DESCRIPTION
     if (!ia) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
     Pz *pz = as<Pz>(pzh, DAT_HANDLE_TYPE_PZ);
     if (!pz) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
-    if (priv & ~unsigned(DAT_MEM_PRIV_ALL_FLAG))
-        return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6);
+    if (priv & ~kMemPrivKnown) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6);
     if (va_type == DAT_VA_TYPE_ZB) return err(DAT_MODEL_NOT_SUPPORTED);  // zb_supported FALSE
     if (va_type != DAT_VA_TYPE_VA) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG7);
     if (!out) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG8);
@@ -80,7 +85,9 @@ DAT_RETURN lmr_create(DAT_IA_HANDLE h, DAT_MEM_TYPE type, DAT_REGION_DESCRIPTION
     lmr->lmr_context = lt;
     // No remote privileges: no rmr_context (L7853).
     lmr->rmr_context =
-        (priv & (DAT_MEM_PRIV_REMOTE_READ_FLAG | DAT_MEM_PRIV_REMOTE_WRITE_FLAG)) ? rt : 0;
+        (priv & (DAT_MEM_PRIV_REMOTE_READ_FLAG | DAT_MEM_PRIV_REMOTE_WRITE_FLAG | kRemoteAtomic))
+            ? rt
+            : 0;
     pz->users.fetch_add(1, std::memory_order_relaxed);
     add_child(ia, lmr);
     *out = lmr;
@@ -177,8 +184,7 @@ DAT_RETURN rmr_bind(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lh, const DAT_LMR_TRIPLET *
     Ep *ep = as_ep(eph);
     if (!ep) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
     if (!t) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
-    if (priv & ~unsigned(DAT_MEM_PRIV_ALL_FLAG))
-        return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
+    if (priv & ~kMemPrivKnown) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
     if (va_type == DAT_VA_TYPE_ZB) return err(DAT_MODEL_NOT_SUPPORTED);
     if (va_type != DAT_VA_TYPE_VA) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
     Lmr *l = nullptr;
@@ -186,7 +192,8 @@ DAT_RETURN rmr_bind(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lh, const DAT_LMR_TRIPLET *
         l = as<Lmr>(lh, DAT_HANDLE_TYPE_LMR);
         if (!l) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_LMR);
         // Window rights need the matching local rights of the region (L8257).
-        if (((priv & (DAT_MEM_PRIV_REMOTE_WRITE_FLAG | DAT_MEM_PRIV_LOCAL_WRITE_FLAG)) &&
+        if (((priv &
+              (DAT_MEM_PRIV_REMOTE_WRITE_FLAG | DAT_MEM_PRIV_LOCAL_WRITE_FLAG | kRemoteAtomic)) &&
              !(l->priv & DAT_MEM_PRIV_LOCAL_WRITE_FLAG)) ||
             ((priv & DAT_MEM_PRIV_REMOTE_READ_FLAG) && !(l->priv & DAT_MEM_PRIV_LOCAL_READ_FLAG)))
             return err(DAT_PRIVILEGES_VIOLATION);
@@ -219,6 +226,7 @@ DAT_RETURN rmr_bind(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lh, const DAT_LMR_TRIPLET *
     unsigned ma = 0;
     if (priv & DAT_MEM_PRIV_REMOTE_READ_FLAG) ma |= RI_MEM_FLAGS_REMOTE_READ;
     if (priv & DAT_MEM_PRIV_REMOTE_WRITE_FLAG) ma |= RI_MEM_FLAGS_REMOTE_WRITE;
+    if (priv & kRemoteAtomic) ma |= RI_MEM_FLAGS_ATOMICS;
     // Local write lets the window be an RDMA Read sink (dat_ep_post_rdma_read_to_rmr).
     if (priv & DAT_MEM_PRIV_LOCAL_WRITE_FLAG) ma |= RI_MEM_FLAGS_LOCAL_WRITE;
     wr.wr_bind.mem_attr = static_cast<ri_mem_attr_t>(ma);

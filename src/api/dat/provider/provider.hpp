@@ -66,6 +66,15 @@ void retire(Obj *o);
 DAT_RETURN ep_state_error(DAT_EP_STATE s);
 DAT_RETURN from_ri(ri_api_return_t r);
 
+// ------------------------------------------------------------------------------ ext_ib.cpp
+
+// Consumer pass-through bit of an RDMA Write with immediate data: its completion comes back
+// with the same bit set and becomes an extended (DAT_IB_DTO_EVENT) completion.
+inline constexpr unsigned kExtendedWriteMark = RI_WR_CONSUMER_FLAG0;
+static_assert(unsigned(RI_WR_CONSUMER_FLAG0) == unsigned(RI_WC_FLAG_CONSUMER0));
+DAT_RETURN extended_op(DAT_HANDLE h, DAT_EXTENDED_OP op, va_list args);
+bool fill_extended_dto(const ri_rc_wc_t &wc, DAT_EVENT &ev);
+
 // ------------------------------------------------------------------------------ evd.cpp
 
 bool pull_cq_locked(Evd *evd, std::vector<Ep *> *broken, DAT_EVENT *first = nullptr);

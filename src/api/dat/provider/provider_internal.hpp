@@ -7,6 +7,7 @@
 // (src/cm). Nothing here reaches into src/engine or src/transport internals.
 #pragma once
 
+#include <dat2/dat_ib_extensions.h>
 #include <dat2/dat_registry.h>
 #include <dat2/udat.h>
 #include <netinet/in.h>
@@ -222,9 +223,10 @@ struct Ia : Obj {
     ri_rnic_attr_t attr{};
     sockaddr_in addr{};
     // DAT_IB_TRANSPORT_MTU as dat_ia_query reports it (transport_mtu.hpp): the text and
-    // the one provider-specific attribute that points at it, valid while the IA is open.
+    // the provider-specific attribute that points at it, valid while the IA is open; then
+    // the IB extension operations offered (OFED consumers such as dtestx look them up).
     char ib_mtu_text[8] = {};
-    DAT_NAMED_ATTR specific_attrs[1] = {};
+    DAT_NAMED_ATTR specific_attrs[4] = {};
     Evd *async_evd = nullptr;
     bool own_async = false;
     std::unique_ptr<cm::ConnectionManager> cm;
