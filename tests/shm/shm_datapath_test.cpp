@@ -3,6 +3,8 @@
 // with CMA, and shm with the bounce-buffer copy path (no CMA). Every WR type x sizes
 // {0, 1, 63, 4096, 1 MiB, 16 MiB} x SGE counts {1, 8}, byte-exact with guard bytes and
 // gaps between SGEs; then the remote error paths with the statuses and events TCP gives.
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
 #include <string>
@@ -10,6 +12,7 @@
 #include <tuple>
 
 #include "shm_util.hpp"
+#include "transport/shm/ring.hpp"
 
 using namespace st;
 
@@ -1144,6 +1147,26 @@ TEST(ShmReuse, NextConnectionStartsCleanAfterARacingPeerClose) {
         while (poll_one(ra, a->rcq, &stale, std::chrono::milliseconds(0))) {
         }
     }
+}
+
+// The race above, made certain: in one process the peer's end unmaps its segment while
+// this end still annotates its rings for ThreadSanitizer with a key the two ends share.
+// The key must not be the segment's own address (TSan faults on a key in unmapped memory:
+// "SEGV in __tsan::MetaMap::GetSync"), yet both ends must find the same one.
+TEST(ShmSyncKey, OutlivesTheSegmentItNames) {
+    constexpr size_t kBytes = 1 << 16;
+    void *seg = ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(seg, MAP_FAILED);
+    const void *key = shm::detail::sync_key(seg);
+    ASSERT_NE(key, nullptr);
+    EXPECT_EQ(shm::detail::sync_key(seg), key) << "both ends must find one key";
+    const auto *k = static_cast<const std::byte *>(key), *b = static_cast<std::byte *>(seg);
+    EXPECT_FALSE(k >= b && k < b + kBytes) << "the key lies in the segment it names";
+    ASSERT_EQ(::munmap(seg, kBytes), 0);
+    // Under TSan these touch the key's shadow; otherwise they are no-ops.
+    shm::detail::sync_release(key);
+    shm::detail::sync_acquire(key);
+    EXPECT_EQ(shm::detail::sync_key(nullptr), nullptr) << "no key between processes";
 }
 
 TEST(ShmCm, RejectAndShmOnlyUnreachable) {

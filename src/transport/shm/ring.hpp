@@ -15,8 +15,20 @@ namespace L = layout;
 
 // ThreadSanitizer cannot see that two mappings of one segment (both ends in one process)
 // are the same memory: every release/acquire on a segment also releases/acquires a key
-// common to both ends (the owner's address of the segment). A no-op in normal builds and
-// between processes (key nullptr).
+// common to both ends (sync_key of the owner's address of the segment). A no-op in normal
+// builds and between processes (key nullptr).
+//
+// The key is a byte of static storage chosen by that address, never the address itself:
+// the owner unmaps its segment while the other end may still annotate (a close racing the
+// peer's destroy), and TSan faults on a key in unmapped memory. Two live segments that
+// share a key only add a happens-before edge between them.
+inline const void *sync_key(const void *segment) {
+    static constexpr size_t kKeys = 4096;
+    static char keys[kKeys];
+    if (!segment) return nullptr;
+    // Segments are page-aligned mappings: the page number spreads them over the keys.
+    return &keys[(reinterpret_cast<uintptr_t>(segment) >> 12) % kKeys];
+}
 #if defined(__SANITIZE_THREAD__)
 extern "C" void __tsan_acquire(void *addr);
 extern "C" void __tsan_release(void *addr);

@@ -285,8 +285,8 @@ class ShmConnection final : public ProgressSource {
         std::byte *p = link_->peer.get();
         // Synchronisation keys for ThreadSanitizer (see sync_release): our segment at our
         // address; the peer's at the peer's address, when the peer is this process.
-        my_key_ = link_->peer_canon ? m : nullptr;
-        peer_key_ = link_->peer_canon;
+        my_key_ = sync_key(link_->peer_canon ? m : nullptr);
+        peer_key_ = sync_key(link_->peer_canon);
         req_rx_.init(m + L::kReqOff, L::kReqSlots, &me_->req_cons, my_key_);
         resp_rx_.init(m + L::kRespOff, L::kRespSlots, &me_->resp_cons, my_key_);
         req_tx_.init(p + L::kReqOff, L::kReqSlots, &peer_->req_cons, peer_key_);
