@@ -2,7 +2,7 @@
 #   runtime      libsoftrnic.so.0, libdat2.so.2 and the uDAPL provider libdaplsoftrnic.so.2
 #                (each real file and its soname link), the provider's dat.conf lines and
 #                the `softrnic` command;
-#   development  the public headers (include/: rnicpi/, softrnic/, dat2/), the link-time
+#   development  the public headers (include/: rnicpi/, softrnic/, dat2/, it_api/), the link-time
 #                names libsoftrnic.so and libdat2.so, one pkg-config file per public library
 #                and the CMake package (find_package(softrnic): softrnic::rnicpi, softrnic::dat2).
 # SOFTRNIC_INSTALL_DAT_REGISTRY=OFF leaves out libdat2, its headers, pkg-config file and
