@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes it_api_spec_table.inc: the IT-API 2.1 facts the header checks assert, read
-straight from the specification text rather than from include/it_api/it_api.h, so that
+straight from the specification text rather than from include/it_api.h, so that
 the checks are an independent second reading of the spec.
 
     python3 tests/it_api/gen_spec_table.py SEED \

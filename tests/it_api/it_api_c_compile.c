@@ -1,5 +1,5 @@
 /*
- * it_api_c_compile.c - compile-time check of <it_api/it_api.h> as C99.
+ * it_api_c_compile.c - compile-time check of <it_api.h> as C99.
  *
  * Compiled, never linked (the checks take the address of every routine, and no library
  * defines them yet): every enumerator value, member order and array size the
@@ -7,7 +7,7 @@
  * the binding macros select. Built with -Wall -Wextra -Wpedantic -Werror, once per
  * binding mode (none, ITAPI_ENABLE_V20_BINDINGS, ITAPI_ENABLE_V21_BINDINGS).
  */
-#include <it_api/it_api.h>
+#include <it_api.h>
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * it_api_cxx_compile.cpp - compile-time check of <it_api/it_api.h> as C++20.
+ * it_api_cxx_compile.cpp - compile-time check of <it_api.h> as C++20.
  *
  * The checks of it_api_c_compile.c, with exact types: std::is_same on every member the
  * specification prints and on the type of every routine, bit-field widths, and the
@@ -9,10 +9,10 @@
  */
 #ifdef IT_API_TEST_EXTERN_C
 extern "C" {
-#include <it_api/it_api.h>
+#include <it_api.h>
 }
 #else
-#include <it_api/it_api.h>
+#include <it_api.h>
 #endif
 
 #include <cstddef>

@@ -2,7 +2,7 @@
  * it_api_os_specific.h - the operating-system dependent part of IT-API 2.1.
  *
  * softrnic's own rendition of Appendix G.2 of The Open Group "Interconnect
- * Transport API (IT-API)" Version 2.1 for Linux.  <it_api/it_api.h> includes
+ * Transport API (IT-API)" Version 2.1 for Linux.  <it_api.h> includes
  * it; a program may include it on its own for IT_NO_ADDR and
  * IT_INTERFACE_NAME_SIZE.  Decisions that differ from the printed header are
  * recorded in docs/spec-deviations.md.
