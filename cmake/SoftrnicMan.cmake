@@ -20,7 +20,7 @@ set(SOFTRNIC_MAN_BUILT ON)
 
 set(_man_src ${PROJECT_SOURCE_DIR}/docs/man)
 set(_man_out ${PROJECT_BINARY_DIR}/man)
-set(_man_pages softrnic.1 softrnic-bench.1 softrnic-info.1 softrnic-doctor.1
+set(_man_pages softrnic.1 softrnic-bench.1 softrnic-info.1 softrnic-stats.1 softrnic-doctor.1
                softrnic-dat-conf.1 softrnic-dat.conf.5)
 set(SOFTRNIC_MAN_FILES)
 

@@ -24,9 +24,11 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "json_out.hpp"
+#include "softrnic/softrnic.h"
 
 namespace softrnic::tools {
 namespace {
@@ -63,6 +65,14 @@ std::string errno_text(int e) {
     return std::string(std::strerror(e));
 }
 
+// A SOFTRNIC_* variable's value, looked up through the library's declared table (the
+// variables it reads), so the tool never reads one the library does not.
+const char *declared_env(std::string_view name) {
+    for (unsigned i = 0; const softrnic_env_var_t *v = softrnic_env_var(i); ++i)
+        if (name == v->name) return std::getenv(v->name);
+    return nullptr;
+}
+
 // Cross-memory attach as two unrelated processes see it: the child reads its parent, which
 // is not its descendant, so Yama's ptrace_scope 1 refuses it as it would refuse two
 // applications started apart. The value is written after the fork, so only a real read of
@@ -70,7 +80,7 @@ std::string errno_text(int e) {
 Check check_cma() {
     Check c{"cma", Status::Ok, {}, {}};
     const std::string scope = first_line_of("/proc/sys/kernel/yama/ptrace_scope");
-    const char *env = std::getenv("SOFTRNIC_SHM_CMA");
+    const char *env = declared_env("SOFTRNIC_SHM_CMA");
     if (env && std::string(env) == "0") {
         c.status = Status::Warn;
         c.detail = "disabled by SOFTRNIC_SHM_CMA=0: shared memory copies through bounce buffers";

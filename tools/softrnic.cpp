@@ -16,6 +16,7 @@
 #include "doctor.hpp"
 #include "info.hpp"
 #include "loopback_session.hpp"
+#include "stats.hpp"
 
 using namespace softrnic::tools;
 namespace sb = softrnic::bench;
@@ -35,6 +36,11 @@ void usage(FILE *out) {
         "  info --env\n"
         "          list every SOFTRNIC_* environment variable: default, value now, meaning\n"
         "          (info and info --env take --json for one JSON object on stdout)\n"
+        "  stats [PID...] [--json]\n"
+        "          the counters of running processes that use softrnic (each keeps them in\n"
+        "          /dev/shm/softrnic-stats.PID unless SOFTRNIC_STATS=0): completions by\n"
+        "          operation and bytes, errors, async events, objects, connections by\n"
+        "          transport, TCP bytes, shm doorbells, wake-ups. Without PIDs, every process\n"
         "  doctor [--connections N] [--port N] [--json]\n"
         "          check this machine for what softrnic needs, each missing thing with its\n"
         "          fix: cross-memory attach between processes, sealed memfd segments and\n"
@@ -167,6 +173,7 @@ int main(int argc, char **argv) {
     }
     if (cmd == "dat-conf") return dat_conf(argc, argv);
     if (cmd == "doctor") return doctor(argc, argv);
+    if (cmd == "stats") return stats(argc, argv);
     if (cmd == "info") {
         bool env = false, json = false;
         for (int i = 2; i < argc; ++i) {

@@ -1,6 +1,7 @@
 #include "engine/device.hpp"
 
 #include "base/log.hpp"
+#include "base/stats.hpp"
 #include "engine/qp.hpp"
 
 namespace softrnic::engine {
@@ -47,6 +48,7 @@ const char *kind_name(ObjKind k) {
 }  // namespace
 
 void Device::raise(ri_async_event_type_t type, void *object, ObjKind kind, ri_os_data_t os_data) {
+    base::stat_add(base::Stat::AsyncEvents);
     // Events raised while no handler is registered are lost (L2067-2071).
     ri_async_event_callback_t cb = async_cb.load(std::memory_order_acquire);
     SOFTRNIC_LOG(Info, Engine, "%s: async event %s on %s %p%s", name_.c_str(),
