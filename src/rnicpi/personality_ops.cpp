@@ -44,6 +44,7 @@ struct PersonalityOps {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
+            Serial s(r);
             return of(*r).special_qp_get(*r, port, type, attrs, qp, vp, os);
         });
     }
