@@ -193,7 +193,8 @@ class Device {
     // IB: QP0 and QP1 of each port, handed out once until destroyed (RNICPI L4128):
     // index 2 * (port - 1) + (0 for QP0, 1 for QP1).
     std::array<std::atomic<bool>, 2 * transport::ib::kMaxPorts> special_qps{};
-    ri_api_return_t create_special_qp(RnicHandle &owner, uint8_t port, ri_sqp_type_t type,
+    // `type`: the caller's ri_sqp_type_t as an integer.
+    ri_api_return_t create_special_qp(RnicHandle &owner, uint8_t port, uint32_t type,
                                       ri_qp_attr_t &attr, ri_os_data_t os, Qp *&out);
     std::atomic<uint32_t> incarnation_seed{1};
 

@@ -75,14 +75,13 @@ ri_api_return_t ib_qp_create_check(RnicHandle &, const ri_qp_attr_t &a) {
     return RI_RET_SUCCESS;
 }
 
-ri_api_return_t ib_qp_modify(Qp &qp, ri_qp_attr_mask_t mask, ri_qp_attr_t &attrs) {
+ri_api_return_t ib_qp_modify(Qp &qp, uint32_t mask, ri_qp_attr_t &attrs) {
     return qp.ib_modify(mask, attrs);
 }
 
 // ri_special_qp_get (L4069-4171): QP0 or QP1 of a port, a UD-like QP whose port is fixed.
-ri_api_return_t ib_special_qp_get(RnicHandle &r, uint8_t port, ri_sqp_type_t type,
-                                  ri_qp_attr_t *attrs, ri_qp_handle_t *qp, ri_vp_data_t,
-                                  ri_os_data_t os) {
+ri_api_return_t ib_special_qp_get(RnicHandle &r, uint8_t port, uint32_t type, ri_qp_attr_t *attrs,
+                                  ri_qp_handle_t *qp, ri_vp_data_t, ri_os_data_t os) {
     if (!attrs || !qp) return RI_RET_INVALID_PARAMETER;  // L4165
     Qp *q = nullptr;
     ri_api_return_t ret = r.dev->create_special_qp(r, port, type, *attrs, os, q);

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <random>
 
+#include "engine/abi.hpp"
 #include "engine/device.hpp"
 #include "engine/qp.hpp"
 
@@ -154,7 +155,8 @@ ri_api_return_t Device::create_qp(RnicHandle &owner, const QpParts &parts, ri_qp
     if (!ib && iw.mpa_attrs.ddp_rdma_version > 1) return RI_RET_INVALID_DDP_RDMAP_VERSION;
     if (!ib && srq && iw.rq_hiwat > srq->max_wrs) return RI_RET_SRQ_LIMIT_OUT_OF_RANGE;
 
-    // IB: the CQs serve either special QPs or ordinary ones.
+    // IB: the CQs serve either special QPs or ordinary ones; the claims are given back if
+    // the QP is not created after all (a full table, an allocation that throws).
     const bool special_cqs = ib && fixed_port != 0;
     if (ib) {
         if (!claim_cq_kind(parts.scq, special_cqs)) return RI_RET_CQ_INVALID_HANDLE;
@@ -163,6 +165,15 @@ ri_api_return_t Device::create_qp(RnicHandle &owner, const QpParts &parts, ri_qp
             return RI_RET_CQ_INVALID_HANDLE;
         }
     }
+    struct CqClaims {
+        const QpParts *parts;  // null once the QP holds the claims
+        bool special;
+        ~CqClaims() {
+            if (!parts) return;
+            release_cq_kind(parts->scq, special);
+            release_cq_kind(parts->rcq, special);
+        }
+    } claims{ib ? &parts : nullptr, special_cqs};
     auto q = make_object<Qp>(*this, owner, os);
     q->pd.reset(&parts.pd);
     q->pd_handle = a.pd;
@@ -183,11 +194,10 @@ ri_api_return_t Device::create_qp(RnicHandle &owner, const QpParts &parts, ri_qp
     q->enable_stag0_fastreg = a.enable_stag0_fastreg;
     if (ib) {
         // Created in Reset (RNICPI's Idle, digest rnicpi section 3.1) with its QPN; the rest
-        // comes with ri_qp_modify (qp_ib_state.cpp).
-        // The caller (the personality's create check) has vetted trans_type.
-        const bool is_special = fixed_port != 0;
-        IbService svc = is_special ? special
-                        : a.qp_xport.qp_ib.trans_type == RI_SERVICE_UNRELIABLE_DATAGRAM
+        // comes with ri_qp_modify (qp_ib_state.cpp). The personality's create check has
+        // vetted trans_type.
+        IbService svc = special_cqs ? special
+                        : raw(a.qp_xport.qp_ib.trans_type) == RI_SERVICE_UNRELIABLE_DATAGRAM
                             ? IbService::Ud
                             : IbService::Rc;
         auto c = std::make_unique<IbQpContext>();
@@ -198,7 +208,7 @@ ri_api_return_t Device::create_qp(RnicHandle &owner, const QpParts &parts, ri_qp
         q->ib = std::move(c);
         q->enable_bind = true;  // IB has no per-QP bind enable: the window's PD decides
         q->state.store(kIbParked, std::memory_order_relaxed);
-        q->qp_id = !is_special ? allocate_qpn() : svc == IbService::Qp0 ? 0 : 1;
+        q->qp_id = !special_cqs ? allocate_qpn() : svc == IbService::Qp0 ? 0 : 1;
     } else {
         q->ord = a.max_rdma_read_outgoing;
         q->ird = a.max_rdma_read_incoming;
@@ -216,13 +226,8 @@ ri_api_return_t Device::create_qp(RnicHandle &owner, const QpParts &parts, ri_qp
     }
     uint32_t slot = 0;
     Qp *qp = publish(qps, std::move(q), &slot);
-    if (!qp) {
-        if (ib) {
-            release_cq_kind(parts.scq, special_cqs);
-            release_cq_kind(parts.rcq, special_cqs);
-        }
-        return RI_RET_RESOURCE_SHORTAGE;
-    }
+    if (!qp) return RI_RET_RESOURCE_SHORTAGE;
+    claims.parts = nullptr;
     qp->slot = slot;
     qp->incarnation = incarnation_seed.fetch_add(1, std::memory_order_relaxed);
     qp->reset_queues();
@@ -242,9 +247,8 @@ ri_api_return_t Device::create_qp(RnicHandle &owner, const QpParts &parts, ri_qp
     return RI_RET_SUCCESS;
 }
 
-ri_api_return_t Device::create_special_qp(RnicHandle &owner, uint8_t port, ri_sqp_type_t type,
+ri_api_return_t Device::create_special_qp(RnicHandle &owner, uint8_t port, uint32_t t,
                                           ri_qp_attr_t &a, ri_os_data_t os, Qp *&out) {
-    const uint32_t t = static_cast<uint32_t>(type);
     if (t != RI_SQP_TYPE_SMI && t != RI_SQP_TYPE_GSI) return RI_RET_QP_INVALID_SPECIAL_TYPE;
     if (port < 1 || port > hca->num_ports()) return RI_RET_RNIC_INVALID_PORT;
     Pd *pd = owned_pd(a.pd, &owner);

@@ -109,8 +109,8 @@ class Qp final : public transport::Endpoint, public Object {
     ri_api_return_t post_rq(const ri_wr_recv_t *wrs, uint32_t &num);
 
     // Slow path.
-    ri_api_return_t modify(ri_qp_attr_mask_t mask, ri_qp_attr_t &attrs);     // iWARP
-    ri_api_return_t ib_modify(ri_qp_attr_mask_t mask, ri_qp_attr_t &attrs);  // qp_ib_state.cpp
+    ri_api_return_t modify(uint32_t mask, ri_qp_attr_t &attrs);     // iWARP
+    ri_api_return_t ib_modify(uint32_t mask, ri_qp_attr_t &attrs);  // qp_ib_state.cpp
     void query(ri_qp_attr_t &attrs);
     void destroy();  // detaches the stream; no completions for outstanding WRs (L4033-4043)
     void reset_queues();

@@ -118,7 +118,7 @@ ri_api_return_t Qp::ib_check_values(uint32_t mask, const ri_qp_attr_t &a, IbQpSt
     if ((mask & RI_QP_ATTR_MIN_RNR_TIMER) && in.min_rnrnak_timer > 31)
         return RI_RET_RNIC_INVALID_RNR_VALUE;
     // No APM (docs/ib-personality.md section 7.5): only Migrated.
-    if ((mask & RI_QP_ATTR_MIGSTATE) && in.mig_state != RI_MIG_STATE_MIGRATED)
+    if ((mask & RI_QP_ATTR_MIGSTATE) && raw(in.mig_state) != RI_MIG_STATE_MIGRATED)
         return RI_RET_MIGRATION_STATE_INVALID;
     if ((mask & RI_QP_ATTR_MAX_RDMA_READ_OUTGOING) && a.max_rdma_read_outgoing > Limits::kMaxOrdQp)
         return RI_RET_RNIC_IRD_ORD_EXCEEDED;
@@ -135,8 +135,7 @@ ri_api_return_t Qp::ib_check_values(uint32_t mask, const ri_qp_attr_t &a, IbQpSt
     return RI_RET_SUCCESS;
 }
 
-ri_api_return_t Qp::ib_modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
-    const uint32_t mask = raw(mask_in);
+ri_api_return_t Qp::ib_modify(uint32_t mask, ri_qp_attr_t &a) {
     IbQpContext &c = *ib;
     const IbQpState from = c.state.load(std::memory_order_acquire);
     IbQpState to = from;

@@ -53,8 +53,7 @@ void Qp::apply_resize(uint32_t mask, const ri_qp_attr_t &a) {
     }
 }
 
-ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
-    uint32_t mask = raw(mask_in);
+ri_api_return_t Qp::modify(uint32_t mask, ri_qp_attr_t &a) {
     constexpr uint32_t kIwarpMask = (1u << 10) - 1;
     if (mask & ~kIwarpMask) return RI_RET_INVALID_PARAMETER;  // IB-only bits on iWARP
     ri_qp_state_t cur = state.load(std::memory_order_acquire);

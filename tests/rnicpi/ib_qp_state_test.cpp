@@ -353,7 +353,10 @@ TEST_F(IbQpState, CreateInResetWithQpn) {
 
 // A service type RNICPI does not name (L8607) is refused; nothing is created.
 TEST_F(IbQpState, UnknownServiceTypeRefused) {
-    ri_qp_attr_t qa = create_attrs(static_cast<ri_svc_type_t>(7));
+    ri_qp_attr_t qa = create_attrs(RI_SERVICE_RELIABLE_CONNECTION);
+    const uint32_t bad = 7;  // stored as a C caller would: not a value of the enum
+    static_assert(sizeof qa.qp_xport.qp_ib.trans_type == sizeof bad);
+    std::memcpy(&qa.qp_xport.qp_ib.trans_type, &bad, sizeof bad);
     ri_qp_handle_t q = nullptr;
     EXPECT_EQ(ri_qp_create(rnic, &qa, &q, nullptr, nullptr, &err), RI_RET_QP_INVALID_SERVICE_TYPE);
     EXPECT_EQ(q, nullptr);
