@@ -13,6 +13,7 @@
 #include "engine/base_names.hpp"
 #include "engine/events.hpp"
 #include "engine/handles.hpp"
+#include "engine/ib_qp_transitions.hpp"
 #include "engine/memory.hpp"
 #include "engine/object.hpp"
 #include "engine/personality.hpp"
@@ -96,6 +97,9 @@ class Cq : public Object {
     ScopedGate resize_gate;
     std::atomic<uint8_t> armed{0};  // 0 none, 1 solicited, 2 any
     std::atomic<bool> overflowed{false};
+    // IB: the QPs attached to it, counted by queue, as ordinary (> 0) or special (< 0):
+    // special QPs may not share a CQ with ordinary ones (RNICPI L4131-4133). Unused on iWARP.
+    std::atomic<int32_t> ib_qp_kinds{0};
 
     // Producer side (any thread). Returns false on overflow (the CQ is then in error).
     bool push(const Cqe &e);
@@ -185,6 +189,13 @@ class Device {
     // They live here, not in the QP, so a late poll never touches a destroyed QP.
     std::unique_ptr<std::atomic<uint64_t>[]> sq_retired;
     std::atomic<uint32_t> next_qp_id{1};
+    std::atomic<uint32_t> next_qpn{0};  // IB QPNs; 0 until the first is allocated
+    // IB: QP0 and QP1 of each port, handed out once until destroyed (RNICPI L4128):
+    // index 2 * (port - 1) + (0 for QP0, 1 for QP1).
+    std::array<std::atomic<bool>, 2 * transport::ib::kMaxPorts> special_qps{};
+    // `type`: the caller's ri_sqp_type_t as an integer.
+    ri_api_return_t create_special_qp(RnicHandle &owner, uint8_t port, uint32_t type,
+                                      ri_qp_attr_t &attr, ri_os_data_t os, Qp *&out);
     std::atomic<uint32_t> incarnation_seed{1};
 
     // Pins (ri_mem_pin): exact-range reference counts (L6029-6040).
@@ -204,8 +215,14 @@ class Device {
     ri_api_return_t create_cq(RnicHandle &owner, ri_cq_attr_t &attr, ri_os_data_t os, Cq *&out);
     ri_api_return_t create_srq(RnicHandle &owner, Pd &pd, ri_srq_attr_t &attr, ri_os_data_t os,
                                Srq *&out);
+    // On an IB instance the QP's service type is qp_ib.trans_type, which the personality
+    // has checked; a special QP (ri_special_qp_get) names its kind (Qp0 or Qp1) and its
+    // port instead, and gets QPN 0 or 1.
     ri_api_return_t create_qp(RnicHandle &owner, const QpParts &parts, ri_qp_attr_t &attr,
-                              ri_os_data_t os, Qp *&out);
+                              ri_os_data_t os, Qp *&out, IbService special = IbService::Rc,
+                              uint8_t fixed_port = 0);
+    // IB: the next QPN (24 bits, never 0, 1 or 0xFFFFFF).
+    uint32_t allocate_qpn();
 
     // --- object destruction (objects.cpp): `handle` must name one of `owner`'s objects
     // (RI_RET_*_INVALID_HANDLE otherwise) that nothing uses (RI_RET_*_INUSE otherwise; a QP

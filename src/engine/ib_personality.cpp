@@ -1,7 +1,7 @@
 // The InfiniBand personality (docs/ib-personality.md): an HCA with ports (Device::hca).
-// It implements ri_rnic_modify; every other entry keeps the default answer until its step
-// of the plan lands (§10): no QP can be created yet (RI_RET_QP_INVALID_SERVICE_TYPE),
-// and address handles, multicast, special QPs, datagrams and SMA MADs answer
+// It implements ri_rnic_modify, RC and UD QPs with the IB state machine
+// (qp_ib_state.cpp) and the special QPs (QP0, QP1); every other entry keeps the default answer
+// until its step of the plan lands (§10): address handles, multicast, datagrams and SMA MADs answer
 // RI_RET_XPORT_UNSUPPORTED.
 #include "engine/abi.hpp"
 #include "engine/device.hpp"
@@ -67,10 +67,35 @@ ri_api_return_t ib_rnic_modify(RnicHandle &r, uint32_t mask, ri_rnic_modify_req_
     return RI_RET_SUCCESS;
 }
 
+// The service types RNICPI names (L8607): RC and UD.
+ri_api_return_t ib_qp_create_check(RnicHandle &, const ri_qp_attr_t &a) {
+    const uint32_t t = raw(a.qp_xport.qp_ib.trans_type);
+    if (t != RI_SERVICE_RELIABLE_CONNECTION && t != RI_SERVICE_UNRELIABLE_DATAGRAM)
+        return RI_RET_QP_INVALID_SERVICE_TYPE;
+    return RI_RET_SUCCESS;
+}
+
+ri_api_return_t ib_qp_modify(Qp &qp, uint32_t mask, ri_qp_attr_t &attrs) {
+    return qp.ib_modify(mask, attrs);
+}
+
+// ri_special_qp_get (L4069-4171): QP0 or QP1 of a port, a UD-like QP whose port is fixed.
+ri_api_return_t ib_special_qp_get(RnicHandle &r, uint8_t port, uint32_t type, ri_qp_attr_t *attrs,
+                                  ri_qp_handle_t *qp, ri_vp_data_t, ri_os_data_t os) {
+    if (!attrs || !qp) return RI_RET_INVALID_PARAMETER;  // L4165
+    Qp *q = nullptr;
+    ri_api_return_t ret = r.dev->create_special_qp(r, port, type, *attrs, os, q);
+    if (ret == RI_RET_SUCCESS) *qp = q->handle;
+    return ret;
+}
+
 Personality make_ib() {
     Personality p;
     p.name = "ib";
     p.rnic_modify = ib_rnic_modify;
+    p.qp_create_check = ib_qp_create_check;
+    p.qp_modify = ib_qp_modify;
+    p.special_qp_get = ib_special_qp_get;
     return with_defaults(p);
 }
 

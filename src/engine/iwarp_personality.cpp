@@ -12,7 +12,7 @@ ri_api_return_t iwarp_qp_create_check(RnicHandle &, const ri_qp_attr_t &) {
     return RI_RET_SUCCESS;
 }
 
-ri_api_return_t iwarp_qp_modify(Qp &qp, ri_qp_attr_mask_t mask, ri_qp_attr_t &attrs) {
+ri_api_return_t iwarp_qp_modify(Qp &qp, uint32_t mask, ri_qp_attr_t &attrs) {
     return qp.modify(mask, attrs);
 }
 

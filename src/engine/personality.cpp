@@ -11,7 +11,7 @@ ri_api_return_t not_infiniband(Args...) {
     return RI_RET_XPORT_UNSUPPORTED;
 }
 
-ri_api_return_t no_state_machine(Qp &, ri_qp_attr_mask_t, ri_qp_attr_t &) {
+ri_api_return_t no_state_machine(Qp &, uint32_t, ri_qp_attr_t &) {
     return RI_RET_OP_UNSUPPORTED;
 }
 
@@ -26,7 +26,7 @@ Personality make_default() {
     p.rnic_modify = not_infiniband<RnicHandle &, uint32_t, ri_rnic_modify_req_t *>;
     p.qp_create_check = no_service_type;
     p.qp_modify = no_state_machine;
-    p.special_qp_get = not_infiniband<RnicHandle &, uint8_t, ri_sqp_type_t, ri_qp_attr_t *,
+    p.special_qp_get = not_infiniband<RnicHandle &, uint8_t, uint32_t, ri_qp_attr_t *,
                                       ri_qp_handle_t *, ri_vp_data_t, ri_os_data_t>;
     p.qp_post_datagram = not_infiniband<RnicHandle &, ri_qp_handle_t, ri_wr_type_t, ri_wr_flags_t,
                                         ri_wr_id_t, ri_data_seg_t *, uint_t, uint32_t,

@@ -36,10 +36,13 @@ struct Personality {
     // ri_qp_create's transport checks (L3555), after the handles and before the engine
     // builds the QP: RI_RET_SUCCESS lets the creation go on.
     ri_api_return_t (*qp_create_check)(RnicHandle &r, const ri_qp_attr_t &attrs) = nullptr;
-    // ri_qp_modify's state machine (L3725); the caller has found the QP and `attrs`.
-    ri_api_return_t (*qp_modify)(Qp &qp, ri_qp_attr_mask_t mask, ri_qp_attr_t &attrs) = nullptr;
+    // ri_qp_modify's state machine (L3725); the caller has found the QP and `attrs`. The
+    // mask is the caller's ri_qp_attr_mask_t read as an integer (engine/abi.hpp): a C caller
+    // may set bits the enumeration does not have.
+    ri_api_return_t (*qp_modify)(Qp &qp, uint32_t mask, ri_qp_attr_t &attrs) = nullptr;
     // ri_special_qp_get (L4069).
-    ri_api_return_t (*special_qp_get)(RnicHandle &r, uint8_t port, ri_sqp_type_t type,
+    // `type` is the caller's ri_sqp_type_t read as an integer (engine/abi.hpp).
+    ri_api_return_t (*special_qp_get)(RnicHandle &r, uint8_t port, uint32_t type,
                                       ri_qp_attr_t *attrs, ri_qp_handle_t *qp, ri_vp_data_t vp,
                                       ri_os_data_t os) = nullptr;
     // ri_qp_post_datagram (L4190): the QP handle is the personality's to check.

@@ -1,6 +1,6 @@
 // The queue pair: what every personality shares (errors, reset, query, destroy). Posting
 // is in qp_send.cpp, arrivals in qp_recv.cpp, the iWARP state machine in qp_iwarp_state.cpp
-// (the InfiniBand one will sit beside it, chosen through the personality table).
+// and the InfiniBand one in qp_ib_state.cpp (chosen through the personality table).
 #include "engine/qp.hpp"
 
 #include <algorithm>
@@ -71,6 +71,8 @@ void Qp::fail_local(ri_async_event_type_t, bool send_terminate, RemoteFault faul
 }
 
 void Qp::enter_error(bool inside_rx) {
+    // An IB QP's own state follows (a CQ overflow, a failed local operation).
+    if (ib) ib->state.store(IbQpState::Error, std::memory_order_release);
     ri_qp_state_t prev = state.exchange(RI_QP_STATE_ERROR, std::memory_order_seq_cst);
     if (prev == RI_QP_STATE_ERROR && !inside_rx) {
         flush_rq();  // idempotent: picks up receives that raced in
@@ -123,6 +125,10 @@ void Qp::query(ri_qp_attr_t &a) {
     a.max_rdma_read_outgoing = ord;
     a.max_rdma_read_incoming = ird;
     a.enable_stag0_fastreg = enable_stag0_fastreg;
+    if (ib) {
+        ib_query(a);
+        return;
+    }
     ri_iwarp_qp_attr_t &iw = a.qp_xport.qp_iwarp;
     iw.enable_bind = enable_bind;
     {

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "engine/device.hpp"
+#include "engine/ib_qp_context.hpp"
 #include "engine/inflight.hpp"
 #include "engine/object.hpp"
 #include "transport/transport.hpp"
@@ -63,7 +64,11 @@ class Qp final : public transport::Endpoint, public Object {
     // (RNICPI L8597, "allocated for the QP from the associated SRQ and are outstanding").
     std::atomic<uint32_t> srq_outstanding{0};
 
+    // The state the data path acts on. On an IB QP: kIbParked or Error, the IB state
+    // being ib->state (ib_qp_context.hpp).
     std::atomic<ri_qp_state_t> state{RI_QP_STATE_IDLE};
+    // InfiniBand QPs only (docs/ib-personality.md section 3.1); null on iWARP.
+    std::unique_ptr<IbQpContext> ib;
 
     // Terminate message sent or received (ri_qp_query, L8473-8486).
     std::mutex term_mu;
@@ -104,7 +109,8 @@ class Qp final : public transport::Endpoint, public Object {
     ri_api_return_t post_rq(const ri_wr_recv_t *wrs, uint32_t &num);
 
     // Slow path.
-    ri_api_return_t modify(ri_qp_attr_mask_t mask, ri_qp_attr_t &attrs);
+    ri_api_return_t modify(uint32_t mask, ri_qp_attr_t &attrs);     // iWARP
+    ri_api_return_t ib_modify(uint32_t mask, ri_qp_attr_t &attrs);  // qp_ib_state.cpp
     void query(ri_qp_attr_t &attrs);
     void destroy();  // detaches the stream; no completions for outstanding WRs (L4033-4043)
     void reset_queues();
@@ -139,6 +145,16 @@ class Qp final : public transport::Endpoint, public Object {
     void tx_report() override;
 
   private:
+    // ri_qp_modify's queue resizes (both personalities): the checks, then the change.
+    ri_api_return_t check_resize(uint32_t mask, const ri_qp_attr_t &a);
+    void apply_resize(uint32_t mask, const ri_qp_attr_t &a);
+    // IB (qp_ib_state.cpp): the IB part of ri_qp_query; the value checks of a modify;
+    // what an SQ post meets in the IB state (RI_RET_SUCCESS: it completes flushed).
+    void ib_query(ri_qp_attr_t &attrs) const;
+    ri_api_return_t ib_check_values(uint32_t mask, const ri_qp_attr_t &a, IbQpState from,
+                                    IbQpState to) const;
+    ri_api_return_t ib_sq_post_state() const;
+    void discard_rq();  // empties the receive queue without completions (Reset)
     ri_api_return_t validate_sq_wr(const ri_wr_t &wr) const;
     void execute_sq_wr(const ri_wr_t &wr, const WrInfo &info);
     void finish_outbound(InFlight &f, transport::OpResult res);

@@ -1,6 +1,7 @@
 // The RDMAC iWARP QP state machine (Idle, RTS, Closing, Terminate, Error) behind
-// ri_qp_modify: the iWARP personality's modify entry (iwarp_personality.cpp). The IB state
-// machine (Reset, Init, RTR, RTS, SQD, SQE, Error) will be qp_ib_state.cpp.
+// ri_qp_modify: the iWARP personality's modify entry (iwarp_personality.cpp), and the queue
+// resizes both personalities share. The IB state machine (Reset, Init, RTR, RTS, SQD, SQE,
+// Error) is qp_ib_state.cpp.
 #include "engine/qp.hpp"
 
 #include <algorithm>
@@ -15,8 +16,44 @@ namespace softrnic::engine {
 
 // ----------------------------------------------------------------------------- slow path
 
-ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
-    uint32_t mask = raw(mask_in);
+ri_api_return_t Qp::check_resize(uint32_t mask, const ri_qp_attr_t &a) {
+    if ((mask & RI_QP_ATTR_RQ_SIZE) && srq) return RI_RET_QP_ATTRIBUTE_CANT_CHANGE;
+    if ((mask & RI_QP_ATTR_SQ_SIZE) && a.sq_size > Limits::kMaxWrsQp)
+        return RI_RET_RNIC_WR_LIMIT_EXCEEDED;
+    if ((mask & RI_QP_ATTR_RQ_SIZE) && a.rq_size > Limits::kMaxWrsQp)
+        return RI_RET_RNIC_WR_LIMIT_EXCEEDED;
+    if ((mask & RI_QP_ATTR_SQ_SIZE)) {
+        uint64_t retired = dev->sq_retired[slot].load(std::memory_order_acquire) & kPosMask;
+        if (a.sq_size < sq_head - retired) return RI_RET_QP_CANNOT_SHRINK;
+    }
+    if ((mask & RI_QP_ATTR_RQ_SIZE) && a.rq_size < rq.size()) return RI_RET_QP_CANNOT_SHRINK;
+    return RI_RET_SUCCESS;
+}
+
+void Qp::apply_resize(uint32_t mask, const ri_qp_attr_t &a) {
+    if (mask & RI_QP_ATTR_SQ_SIZE) sq_size = std::max<uint32_t>(a.sq_size, 1);
+    if (mask & RI_QP_ATTR_RQ_SIZE) {
+        uint32_t want = std::max<uint32_t>(a.rq_size, 1);
+        if (round_up_pow2(want) != rq.capacity()) {
+            // No arrival (rx gate) and no flush (rq_mu) may touch the ring while it moves.
+            SlotQueue<RecvWqe, ri_data_seg_t> bigger(want, std::max<uint32_t>(rq_max_sges, 1));
+            std::lock_guard lk(rq_mu);
+            rx_gate.close();
+            rq.move_into(bigger);
+            rq.swap(bigger);
+            rx_gate.open();
+        }
+        // An arrival that found the gate closed for the resize (the stream's end, a
+        // Terminate) moved the QP to Error but could not flush it on its way out: do it here
+        // (rq_mu released: the flush takes it).
+        if (error_pending.load(std::memory_order_acquire) &&
+            error_pending.exchange(false, std::memory_order_acq_rel))
+            finish_error();
+        rq_size = static_cast<uint32_t>(rq.capacity());
+    }
+}
+
+ri_api_return_t Qp::modify(uint32_t mask, ri_qp_attr_t &a) {
     constexpr uint32_t kIwarpMask = (1u << 10) - 1;
     if (mask & ~kIwarpMask) return RI_RET_INVALID_PARAMETER;  // IB-only bits on iWARP
     ri_qp_state_t cur = state.load(std::memory_order_acquire);
@@ -50,16 +87,7 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
     bool to_rts = cur == RI_QP_STATE_IDLE && next == RI_QP_STATE_READY_TO_SEND;
     const ri_iwarp_qp_attr_t &iw = a.qp_xport.qp_iwarp;
     if ((mask & (RI_QP_ATTR_SQ_SIZE | RI_QP_ATTR_RQ_SIZE))) {
-        if ((mask & RI_QP_ATTR_RQ_SIZE) && srq) return RI_RET_QP_ATTRIBUTE_CANT_CHANGE;
-        if ((mask & RI_QP_ATTR_SQ_SIZE) && a.sq_size > Limits::kMaxWrsQp)
-            return RI_RET_RNIC_WR_LIMIT_EXCEEDED;
-        if ((mask & RI_QP_ATTR_RQ_SIZE) && a.rq_size > Limits::kMaxWrsQp)
-            return RI_RET_RNIC_WR_LIMIT_EXCEEDED;
-        if ((mask & RI_QP_ATTR_SQ_SIZE)) {
-            uint64_t retired = dev->sq_retired[slot].load(std::memory_order_acquire) & kPosMask;
-            if (a.sq_size < sq_head - retired) return RI_RET_QP_CANNOT_SHRINK;
-        }
-        if ((mask & RI_QP_ATTR_RQ_SIZE) && a.rq_size < rq.size()) return RI_RET_QP_CANNOT_SHRINK;
+        if (ri_api_return_t r = check_resize(mask, a); r != RI_RET_SUCCESS) return r;
         if ((mask & RI_QP_ATTR_RQ_SIZE) && cur != RI_QP_STATE_IDLE && cur != RI_QP_STATE_ERROR)
             return RI_RET_QP_INVALID_STATE;  // the receive ring is live while connected
     }
@@ -106,26 +134,7 @@ ri_api_return_t Qp::modify(ri_qp_attr_mask_t mask_in, ri_qp_attr_t &a) {
     }
 
     // Apply.
-    if (mask & RI_QP_ATTR_SQ_SIZE) sq_size = std::max<uint32_t>(a.sq_size, 1);
-    if (mask & RI_QP_ATTR_RQ_SIZE) {
-        uint32_t want = std::max<uint32_t>(a.rq_size, 1);
-        if (round_up_pow2(want) != rq.capacity()) {
-            // No arrival (rx gate) and no flush (rq_mu) may touch the ring while it moves.
-            SlotQueue<RecvWqe, ri_data_seg_t> bigger(want, std::max<uint32_t>(rq_max_sges, 1));
-            std::lock_guard lk(rq_mu);
-            rx_gate.close();
-            rq.move_into(bigger);
-            rq.swap(bigger);
-            rx_gate.open();
-        }
-        // An arrival that found the gate closed for the resize (the stream's end, a
-        // Terminate) moved the QP to Error but could not flush it on its way out: do it here
-        // (rq_mu released: the flush takes it).
-        if (error_pending.load(std::memory_order_acquire) &&
-            error_pending.exchange(false, std::memory_order_acq_rel))
-            finish_error();
-        rq_size = static_cast<uint32_t>(rq.capacity());
-    }
+    apply_resize(mask, a);
     if (mask & RI_QP_ATTR_MAX_RDMA_READ_OUTGOING) ord = a.max_rdma_read_outgoing;
     if (mask & RI_QP_ATTR_MAX_RDMA_READ_INCOMING) ird = a.max_rdma_read_incoming;
     if (mask & RI_QP_ATTR_RQ_HIWAT) rq_hiwat.store(iw.rq_hiwat, std::memory_order_release);

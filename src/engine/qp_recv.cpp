@@ -27,11 +27,18 @@ ri_api_return_t Qp::post_rq(const ri_wr_recv_t *wrs, uint32_t &num) {
         if (w.num_sgls && !w.sg_list) return RI_RET_WR_SG_INVALID_FORMAT;
         ri_qp_state_t st = state.load(std::memory_order_acquire);
         if (st != RI_QP_STATE_IDLE && st != RI_QP_STATE_READY_TO_SEND) {
-            // Error (and transient) states: accepted and completed as flushed (L4659-4665).
-            RecvWqe wqe{w.id, raw(w.flags), w.num_sgls};
-            complete_recv(wqe, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_WR_FLUSHED_ERROR, 0, 0, 0, 0);
-            ++num;
-            continue;
+            if (st != kIbParked) {
+                // Error (and transient) states: accepted and completed as flushed (L4659-4665).
+                RecvWqe wqe{w.id, raw(w.flags), w.num_sgls};
+                complete_recv(wqe, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_WR_FLUSHED_ERROR, 0, 0, 0,
+                              0);
+                ++num;
+                continue;
+            }
+            // An IB QP outside Error (ib_qp_context.hpp): its receive queue takes WRs from
+            // Init on; in Reset they are refused (L4659, docs/ib-personality.md A15).
+            if (ib->state.load(std::memory_order_acquire) == IbQpState::Reset)
+                return RI_RET_QP_INVALID_STATE;
         }
         bool ok = rq.push([&](RecvWqe &h, std::span<ri_data_seg_t> sg) {
             h = {w.id, raw(w.flags), w.num_sgls};
@@ -40,7 +47,7 @@ ri_api_return_t Qp::post_rq(const ri_wr_recv_t *wrs, uint32_t &num) {
         if (!ok) return RI_RET_QP_CAPACITY_EXCEEDED;
         // A concurrent move to ERROR may have flushed before our push landed: flush again.
         ri_qp_state_t after = state.load(std::memory_order_seq_cst);
-        if (after != RI_QP_STATE_IDLE && after != RI_QP_STATE_READY_TO_SEND &&
+        if (after != RI_QP_STATE_IDLE && after != RI_QP_STATE_READY_TO_SEND && after != kIbParked &&
             !error_pending.load(std::memory_order_acquire))
             flush_rq();
         ++num;
@@ -78,6 +85,12 @@ void Qp::complete_recv(const RecvWqe &w, ri_wc_type_t type, ri_wc_status_t statu
     if (!rcq->push(e)) {
         raise(RI_EVENT_QP_CQ_RQ_ERROR);
         enter_error(true);
+    }
+}
+
+void Qp::discard_rq() {
+    std::lock_guard lk(rq_mu);
+    while (rq.pop([](const RecvWqe &, std::span<const ri_data_seg_t>) {})) {
     }
 }
 

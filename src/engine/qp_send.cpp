@@ -109,10 +109,18 @@ ri_api_return_t Qp::post_sq(const ri_wr_t *wrs, uint32_t &num) {
         if (sq_head - retired_pos >= sq_size) return RI_RET_QP_CAPACITY_EXCEEDED;
         WrInfo info{wr.wr_common.id, raw(wr.wr_common.flags), wr.wr_common.type,
                     is_send_type(wr.wr_common.type) ? wr.wr_send.rtag : 0, ++sq_head};
-        if (st == RI_QP_STATE_READY_TO_SEND)
+        if (st == RI_QP_STATE_READY_TO_SEND) {
             execute_sq_wr(wr, info);
-        else
+        } else {
+            // An IB QP outside Error is parked: its own state decides (qp_ib_state.cpp).
+            if (st == kIbParked) {
+                if (ri_api_return_t r = ib_sq_post_state(); r != RI_RET_SUCCESS) {
+                    --sq_head;
+                    return r;
+                }
+            }
             complete_sq(info, wc_type_of(info.type), RI_WC_STATUS_WR_FLUSHED_ERROR, 0, true);
+        }
         ++num;
     }
     return RI_RET_SUCCESS;

@@ -34,7 +34,7 @@ struct PersonalityOps {
             Qp *q = owned(r->dev->qps, qp, r);
             if (!q) return RI_RET_QP_INVALID_HANDLE;
             if (!a) return RI_RET_INVALID_PARAMETER;
-            return of(*r).qp_modify(*q, mask, *a);
+            return of(*r).qp_modify(*q, raw(mask), *a);
         });
     }
 
@@ -44,7 +44,8 @@ struct PersonalityOps {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
-            return of(*r).special_qp_get(*r, port, type, attrs, qp, vp, os);
+            Serial s(r);
+            return of(*r).special_qp_get(*r, port, raw(type), attrs, qp, vp, os);
         });
     }
 

@@ -87,14 +87,14 @@ TEST(Personality, IwarpOverridesTheStateMachineOnly) {
 
 // InfiniBand implements ri_rnic_modify (step 2 of docs/ib-personality.md §10); everything
 // else keeps the default answers until its step lands.
-TEST(Personality, IbOverridesRnicModifyOnly) {
+TEST(Personality, IbOverridesRnicModifyAndQps) {
     const Personality &ib = ib_personality();
     const Personality &d = default_personality();
     EXPECT_STREQ(ib.name, "ib");
     EXPECT_NE(ib.rnic_modify, d.rnic_modify);
-    EXPECT_EQ(ib.qp_create_check, d.qp_create_check);
-    EXPECT_EQ(ib.qp_modify, d.qp_modify);
-    EXPECT_EQ(ib.special_qp_get, d.special_qp_get);
+    EXPECT_NE(ib.qp_create_check, d.qp_create_check);
+    EXPECT_NE(ib.qp_modify, d.qp_modify);
+    EXPECT_NE(ib.special_qp_get, d.special_qp_get);
     EXPECT_EQ(ib.qp_post_datagram, d.qp_post_datagram);
     EXPECT_EQ(ib.ah_create, d.ah_create);
     EXPECT_EQ(ib.ah_query, d.ah_query);
