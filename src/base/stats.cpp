@@ -2,17 +2,21 @@
 // folded back when they exit, the file unlinked when the process exits.
 #include "base/stats.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <string_view>
 #include <vector>
 
 #include "base/config.hpp"
@@ -89,6 +93,27 @@ uint64_t own_start_time() {
 
 void after_fork_in_child();
 
+// Removes the files of processes that died without removing theirs (SIGKILL, a crash), so
+// they do not pile up in /dev/shm: each new file sweeps once. /dev/shm's sticky bit lets us
+// remove only our user's.
+void sweep_dead_files() {
+    DIR *d = ::opendir("/dev/shm");
+    if (!d) return;
+    constexpr std::string_view kPrefix = "softrnic-stats.";
+    while (dirent *e = ::readdir(d)) {
+        std::string_view name = e->d_name;
+        if (!name.starts_with(kPrefix)) continue;
+        char *end = nullptr;
+        const unsigned long pid = std::strtoul(e->d_name + kPrefix.size(), &end, 10);
+        if (!end || *end != '\0' || pid == 0 || pid > 0x7fffffffu) continue;
+        if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+        char path[64];
+        stats_path(static_cast<uint32_t>(pid), path, sizeof path);
+        ::unlink(path);
+    }
+    ::closedir(d);
+}
+
 bool make_file_locked(File &f) {
     if (f.base) return true;
     if (f.disabled) return false;
@@ -136,6 +161,7 @@ bool make_file_locked(File &f) {
     // Last: a reader that sees the magic sees the rest of the header.
     std::atomic_ref<uint64_t>(h.magic).store(kStatsMagic, std::memory_order_release);
     static Unlinker unlinker;
+    sweep_dead_files();
     return true;
 }
 

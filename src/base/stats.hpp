@@ -3,9 +3,10 @@
 // each transport moved, connections, errors, wake-ups.
 //
 // The counters live in a shared-memory file, /dev/shm/softrnic-stats.<pid>, made at the
-// first count (SOFTRNIC_STATS=0: never). Each thread counts into a block of its own in that
-// file, so a count is a load and a store to a line no other thread writes: no lock, no
-// atomic read-modify-write, no contention. A reader adds the blocks up. A thread that
+// first count (SOFTRNIC_STATS=0: never), unlinked at exit; a process that could not unlink
+// its own (killed) has it removed by the next one that makes a file. Each thread counts into a
+// block of its own in that file, so a count is a load and a store to a line no other thread writes:
+// no lock, no atomic read-modify-write, no contention. A reader adds the blocks up. A thread that
 // exits folds its block into the file's retired block and frees it for the next thread;
 // the header's fold sequence lets a reader retry a sum a fold ran through.
 //

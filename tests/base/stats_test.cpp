@@ -2,6 +2,7 @@
 // the file another process reads, threads that exit keep their counts and free their
 // blocks, a forked child counts into a file of its own, and the reader refuses files that
 // are not what they claim.
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -127,6 +128,35 @@ TEST(Stats, AForkedChildCountsIntoItsOwnFile) {
     char path[64];
     softrnic::base::stats_path(static_cast<uint32_t>(child), path, sizeof path);
     EXPECT_NE(::access(path, F_OK), 0) << path << " outlived its process";
+}
+
+// A process killed before it could unlink its file leaves it behind; the next process that
+// makes a file removes it.
+TEST(Stats, AKilledProcessFileIsRemovedByTheNextOne) {
+    pid_t victim = ::fork();
+    if (victim == 0) {
+        stat_add(Stat::AsyncEvents, 1);  // makes the child's own file
+        ::pause();
+        std::_Exit(0);
+    }
+    ASSERT_GT(victim, 0);
+    char path[64];
+    softrnic::base::stats_path(static_cast<uint32_t>(victim), path, sizeof path);
+    for (int i = 0; i < 2000 && ::access(path, F_OK) != 0; ++i)
+        ::usleep(1000);
+    ASSERT_EQ(::access(path, F_OK), 0) << "the child made no file";
+    ::kill(victim, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(::waitpid(victim, &status, 0), victim);
+    ASSERT_EQ(::access(path, F_OK), 0) << "a killed process cannot have removed its file";
+    // Another process makes its file: it sweeps.
+    pid_t next = ::fork();
+    if (next == 0) {
+        stat_add(Stat::AsyncEvents, 1);
+        std::exit(0);
+    }
+    ASSERT_EQ(::waitpid(next, &status, 0), next);
+    EXPECT_NE(::access(path, F_OK), 0) << path << " was not swept";
 }
 
 // A file that is not a counters file, or whose header points outside it, is refused before
