@@ -164,6 +164,9 @@ ri_llp_stream_handle_t adopt_socket(int fd, const StreamParams &params) {
     if (fl < 0 || ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) return -1;
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // FPDUs are latency-bound
+    // The connection manager set these when the connection came up; a socket made by
+    // another ULP gets them here.
+    apply_liveness(fd, liveness_bound_ms());
     ensure_registered();
     if (!llp::publish(fd, std::make_unique<UnclaimedSocket>(fd, params))) return -1;
     return fd;
