@@ -178,3 +178,21 @@ TEST(TcpLiveness, AdoptedSocketGetsTheBound) {
     EXPECT_EQ(opt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 3000);
     EXPECT_TRUE(llp::release(h));
 }
+
+// A socket whose ULP turned keepalive on itself keeps its own settings (uDAPL L6766:
+// options such as KEEPALIVE are used as they are on a converted socket).
+TEST(TcpLiveness, AdoptedSocketKeepsTheUlpsOwnKeepalive) {
+    EnvSetting e("3000");
+    SocketPair sp;
+    ASSERT_GE(sp.b, 0);
+    const int one = 1, idle = 77;
+    ASSERT_EQ(::setsockopt(sp.a, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one), 0);
+    ASSERT_EQ(::setsockopt(sp.a, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle), 0);
+    const int fd = sp.a;
+    ri_llp_stream_handle_t h = tcp::adopt_socket(fd, tcp::StreamParams{});
+    ASSERT_EQ(h, fd);
+    sp.a = -1;
+    EXPECT_EQ(opt(fd, IPPROTO_TCP, TCP_KEEPIDLE), idle);
+    EXPECT_EQ(opt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 0);
+    EXPECT_TRUE(llp::release(h));
+}
