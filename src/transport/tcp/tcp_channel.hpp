@@ -66,6 +66,9 @@ ri_llp_stream_handle_t adopt_socket(int fd, const StreamParams &params);
 // and the channel ends the stream as lost (RI_EVENT_QP_LLQ_CONNECTION_LOST, work flushed).
 // RNICPI's iWARP QP attributes carry no timeout (local_ack_timeout and retry_count are in
 // the InfiniBand path attributes only), so the bound is the process's, not the QP's.
+// The kernel also ends zero-window probing at TCP_USER_TIMEOUT (Linux 5.12 and later): a
+// peer whose process is stopped while data is queued for it counts as gone after the
+// bound, because its receiver (its progress thread) stopped with it.
 struct LivenessParams {
     int keepidle_s = 0;            // TCP_KEEPIDLE: idle time before the first probe
     int keepintvl_s = 0;           // TCP_KEEPINTVL: between probes
