@@ -2,23 +2,35 @@
 #   runtime      libsoftrnic.so.0, libdat2.so.2 and the uDAPL provider libdaplsoftrnic.so.2
 #                (each real file and its soname link), the provider's dat.conf lines and
 #                the `softrnic` command;
-#   development  the public headers (include/: rnicpi/, softrnic/, dat2/), the link-time
+#   development  the public headers (include/: rnicpi/, softrnic/, dat2/, it_api/), the link-time
 #                names libsoftrnic.so and libdat2.so, one pkg-config file per public library
 #                and the CMake package (find_package(softrnic): softrnic::rnicpi, softrnic::dat2).
+# SOFTRNIC_INSTALL_DAT_REGISTRY=OFF leaves out libdat2, its headers, pkg-config file and
+# target, for a system whose own registry the provider runs under (debian/rules).
 # Every installed file that names a path is relative to where it is installed, or written
 # at install time, so `cmake --install --prefix P` and DESTDIR staging give working files.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
+set(_softrnic_public_libraries softrnic)
+set(_softrnic_pkgconfig softrnic-rnicpi)
+set(_softrnic_header_excludes)
+if(SOFTRNIC_INSTALL_DAT_REGISTRY)
+  list(APPEND _softrnic_public_libraries dat2)
+  list(APPEND _softrnic_pkgconfig softrnic-dat2)
+else()
+  set(_softrnic_header_excludes PATTERN "dat2" EXCLUDE)
+endif()
+
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        COMPONENT development FILES_MATCHING PATTERN "*.h")
+        COMPONENT development FILES_MATCHING PATTERN "*.h" ${_softrnic_header_excludes})
 
 # The public libraries, under the names find_package(softrnic) gives them (and the same
 # names in this tree, for a project that adds softrnic as a subdirectory).
 set_target_properties(softrnic PROPERTIES EXPORT_NAME rnicpi)
 add_library(softrnic::rnicpi ALIAS softrnic)
 add_library(softrnic::dat2 ALIAS dat2)
-install(TARGETS softrnic dat2 EXPORT softrnicTargets
+install(TARGETS ${_softrnic_public_libraries} EXPORT softrnicTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime
                 NAMELINK_COMPONENT development
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -78,7 +90,7 @@ softrnic_install_configured(${PROJECT_SOURCE_DIR}/src/api/dat/provider/dat.conf.
 
 # pkg-config: softrnic-rnicpi (libsoftrnic: <rnicpi/rnicpi.h>, <softrnic/softrnic.h>) and
 # softrnic-dat2 (libdat2: <dat2/udat.h>).
-foreach(_pc softrnic-rnicpi softrnic-dat2)
+foreach(_pc ${_softrnic_pkgconfig})
   softrnic_install_configured(${CMAKE_CURRENT_LIST_DIR}/${_pc}.pc.in
                               ${CMAKE_INSTALL_LIBDIR}/pkgconfig ${_pc}.pc development)
 endforeach()

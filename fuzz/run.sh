@@ -25,11 +25,11 @@ fi
 
 CC=clang CXX=clang++ cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "${extra[@]}" >/dev/null
-cmake --build "$build" --target fpdu_decoder_fuzz mpa_startup_fuzz mad_fuzz
+cmake --build "$build" --target fpdu_decoder_fuzz mpa_startup_fuzz mad_fuzz stats_fuzz
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/softrnic-fuzz.XXXXXX")
 failed=0
-for pair in fpdu_decoder_fuzz:fpdu mpa_startup_fuzz:mpa mad_fuzz:mad; do
+for pair in fpdu_decoder_fuzz:fpdu mpa_startup_fuzz:mpa mad_fuzz:mad stats_fuzz:stats; do
   target=${pair%%:*}
   corpus=${pair##*:}
   exe=$(find "$build" -type f -name "$target" -perm -u+x | head -n 1)

@@ -13,7 +13,10 @@
 
 #include "bench/bench.hpp"
 #include "bench/cli.hpp"
+#include "doctor.hpp"
+#include "info.hpp"
 #include "loopback_session.hpp"
+#include "stats.hpp"
 
 using namespace softrnic::tools;
 namespace sb = softrnic::bench;
@@ -32,6 +35,18 @@ void usage(FILE *out) {
         "          P_Keys)\n"
         "  info --env\n"
         "          list every SOFTRNIC_* environment variable: default, value now, meaning\n"
+        "          (info and info --env take --json for one JSON object on stdout)\n"
+        "  stats [PID...] [--json]\n"
+        "          the counters of running processes that use softrnic (each keeps them in\n"
+        "          /dev/shm/softrnic-stats.PID unless SOFTRNIC_STATS=0): completions by\n"
+        "          operation and bytes, errors, async events, objects, connections by\n"
+        "          transport, TCP bytes, shm doorbells, wake-ups. Without PIDs, every process\n"
+        "  doctor [--connections N] [--port N] [--json]\n"
+        "          check this machine for what softrnic needs, each missing thing with its\n"
+        "          fix: cross-memory attach between processes, sealed memfd segments and\n"
+        "          pidfds, descriptors for N connections (default 1000), locked memory,\n"
+        "          dat.conf ($DAT_OVERRIDE or /etc/dat.conf) naming a provider that loads,\n"
+        "          bench's ports N..N+2 (default 18515) free; exit 1 when something fails\n"
         "  dat-conf [--prefix P] [--interface IF]\n"
         "          print the dat.conf lines of the softrnic DAT provider (IA names softrnic,\n"
         "          softrnic-tcp, softrnic-shm) for an install prefix (default: this build\n"
@@ -120,94 +135,6 @@ int bench(const sb::Options &o) {
     return sb::run_client(o);
 }
 
-// One instance of `cfg`'s kind, opened, queried with its port data, printed, destroyed.
-void info_instance(const char *name, const softrnic_vp_config_t *cfg) {
-    ri_vp_handle_t vp = nullptr;
-    ri_err_data_t err = 0;
-    check(softrnic_vp_create_ex(name, cfg, &vp), "softrnic_vp_create_ex");
-    check(ri_rnic_open(vp, RI_PHYS_PAGE_LIST_MODE, nullptr, &err), "ri_rnic_open");
-    ri_rnic_handle_t rnic = nullptr;
-    check(ri_rnic_get_hdl(vp, RI_CONSUMER_LOCATION_KERNEL, &rnic, nullptr, nullptr, &err),
-          "ri_rnic_get_hdl");
-    uint_t size = 0;
-    ri_rnic_query(rnic, RI_QUERY_RNIC_PORT_INFO, nullptr, &size, &err);
-    std::vector<unsigned char> buf(size);
-    auto *a = reinterpret_cast<ri_rnic_attr_t *>(buf.data());
-    check(ri_rnic_query(rnic, RI_QUERY_RNIC_PORT_INFO, a, &size, &err), "ri_rnic_query");
-    std::printf("vendor info      %s\n", a->addl_vendor_info);
-    if (a->transport_type == RI_RDMA_TRANSPORT_TYPE_IB)
-        std::printf("transport        InfiniBand (%u ports)\n", a->trans_attr.ib->num_ports);
-    else
-        std::printf("transport        iWARP (protocol version %u)\n",
-                    a->trans_attr.iwarp->protocol_version);
-    std::printf("max qps          %u (wrs/qp %u, sges %u)\n", a->max_qps, a->max_wrs_qp,
-                a->max_sgl_send_recvqp);
-    std::printf("max cqs          %u (cqes/cq %u)\n", a->max_cqs, a->max_cqes_per_cq);
-    std::printf("max srqs         %u (wrs/srq %u)\n", a->max_srq, a->max_wrs_srq);
-    std::printf("max mrs / mws    %u / %u\n", a->max_mrs, a->max_mws);
-    std::printf("ird / ord per qp %u / %u\n", a->max_ird_per_qp, a->max_ord_per_qp);
-    std::printf("rnic flags       0x%x\n", static_cast<unsigned>(a->rnic_flags));
-    if (a->transport_type == RI_RDMA_TRANSPORT_TYPE_IB) {
-        const ri_ib_rnic_attr_t &ib = *a->trans_attr.ib;
-        std::printf("node guid        0x%016llx\n", static_cast<unsigned long long>(ib.node_guid));
-        std::printf("sys image guid   0x%016llx\n",
-                    static_cast<unsigned long long>(ib.system_image_guid));
-        std::printf("ib flags         0x%x\n", static_cast<unsigned>(ib.ib_rnic_flags));
-        for (unsigned p = 0; p < ib.num_ports && ib.port_attrs; ++p) {
-            const ri_ib_port_attr_t &port = ib.port_attrs[p];
-            const char *state = port.ib_port_state == RI_IB_LINK_ACTIVE       ? "Active"
-                                : port.ib_port_state == RI_IB_LINK_ARM        ? "Armed"
-                                : port.ib_port_state == RI_IB_LINK_INITIALIZE ? "Init"
-                                                                              : "Down";
-            std::printf("port %u           %s, LID %u, SM LID %u, max MTU %u\n", p + 1, state,
-                        port.base_lid, port.sm_lid, 128u << port.max_mtu);
-            for (unsigned g = 0; g < port.src_gid_table_size; ++g) {
-                const ri_gid_t &gid = port.src_gid_table[g];
-                if (!gid.gid_prefix && !gid.gid_guid) continue;
-                std::printf("  gid %-2u         %04x:%04x:%04x:%04x:%04x:%04x:%04x:%04x\n", g,
-                            unsigned(gid.gid_prefix >> 48), unsigned(gid.gid_prefix >> 32) & 0xFFFF,
-                            unsigned(gid.gid_prefix >> 16) & 0xFFFF,
-                            unsigned(gid.gid_prefix) & 0xFFFF, unsigned(gid.gid_guid >> 48),
-                            unsigned(gid.gid_guid >> 32) & 0xFFFF,
-                            unsigned(gid.gid_guid >> 16) & 0xFFFF, unsigned(gid.gid_guid) & 0xFFFF);
-            }
-            std::printf("  pkeys         ");
-            for (unsigned k = 0; k < ib.partition_table_size; ++k)
-                if (port.pkey_table[k]) std::printf(" [%u] 0x%04x", k, port.pkey_table[k]);
-            std::printf("\n");
-        }
-    } else if (a->trans_attr.iwarp->port_attrs) {
-        std::printf("port addresses   %u IPv4, %u IPv6\n",
-                    a->trans_attr.iwarp->port_attrs->num_ipv4_addrs,
-                    a->trans_attr.iwarp->port_attrs->num_ipv6_addrs);
-    }
-    ri_rnic_free_hdl(vp, rnic, &err);
-    ri_rnic_close(vp, &err);
-    softrnic_vp_destroy(vp);
-}
-
-// Every kind of instance softrnic makes: an iWARP RNIC and an InfiniBand HCA (its
-// subnet, port count and MTU as the SOFTRNIC_IB_* variables say).
-int info() {
-    info_instance("info", nullptr);
-    std::printf("\n");
-    softrnic_vp_config_t ib{};
-    ib.size = sizeof ib;
-    ib.kind = SOFTRNIC_KIND_IB;
-    info_instance("info-ib", &ib);
-    return 0;
-}
-
-// The declared SOFTRNIC_* variables (softrnic_env_var), with the value each has here.
-int info_env() {
-    for (unsigned i = 0; const softrnic_env_var_t *v = softrnic_env_var(i); ++i) {
-        const char *now = std::getenv(v->name);
-        std::printf("%s\n    default %s; now %s\n    %s\n", v->name, v->default_value,
-                    now ? now : "(unset)", v->meaning);
-    }
-    return 0;
-}
-
 // The dat.conf line format Debian's libdat2 reads: IA name, API version, thread safety,
 // default flag, library path, provider version, instance data (interface and port), and
 // platform data.
@@ -245,7 +172,29 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (cmd == "dat-conf") return dat_conf(argc, argv);
-    if (cmd == "info" && argc == 3 && std::string(argv[2]) == "--env") return info_env();
+    if (cmd == "doctor") return doctor(argc, argv);
+    if (cmd == "stats") return stats(argc, argv);
+    if (cmd == "info") {
+        bool env = false, json = false;
+        for (int i = 2; i < argc; ++i) {
+            const std::string a = argv[i];
+            if (a == "--env") {
+                env = true;
+            } else if (a == "--json") {
+                json = true;
+            } else {
+                std::fprintf(stderr, "softrnic info: unknown option '%s' (--env, --json)\n",
+                             a.c_str());
+                return 2;
+            }
+        }
+        try {
+            return env ? info_env(json) : info(json);
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "softrnic info: %s\n", e.what());
+            return 1;
+        }
+    }
     sb::Options o;
     bool sizes_given = false;
     bool role_given = false;
@@ -362,7 +311,6 @@ int main(int argc, char **argv) {
     }
     try {
         if (cmd == "bench") return bench(o);
-        if (cmd == "info") return info();
     } catch (const std::exception &e) {
         std::fprintf(stderr, "softrnic: %s\n", e.what());
         return 1;

@@ -8,7 +8,7 @@ namespace softrnic::base {
 namespace {
 
 // The meanings are what README's environment table says, shortened to a line or two.
-constexpr std::array<softrnic_env_var_t, 13> kEnvVars{{
+constexpr std::array<softrnic_env_var_t, 14> kEnvVars{{
     {"SOFTRNIC_TRANSPORT", "auto",
      "transport of new connections: auto (shm to a peer on this host and netns, else TCP), "
      "shm (shm only), tcp (TCP only; listeners do not offer shm). Read when a connection "
@@ -50,6 +50,9 @@ constexpr std::array<softrnic_env_var_t, 13> kEnvVars{{
      "active MTU in bytes (256, 512, 1024, 2048 or 4096) of the ports of a new IB instance "
      "created without one in its configuration. An invalid value means 4096, with a "
      "warning."},
+    {"SOFTRNIC_STATS", "1",
+     "0: keep no counters file (/dev/shm/softrnic-stats.<pid>, read by softrnic stats). "
+     "Read at the first count."},
     {"SOFTRNIC_TCP_TIMEOUT_MS", "10000",
      "bound in milliseconds (1000-3600000, or 0 for the kernel's own behaviour) within which a "
      "TCP/iWARP connection whose peer stopped answering (link down, host gone; no FIN or RST) "

@@ -25,6 +25,7 @@ enum class EnvVar : uint8_t {
     IbSubnet,
     IbPorts,
     IbMtu,
+    Stats,
     TcpTimeoutMs,
 };
 

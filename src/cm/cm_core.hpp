@@ -77,6 +77,9 @@ AddressText address_text(const Address &a);
 // Logs an event of `c` as it is queued (`reported`: the consumer will receive it; an
 // outcome nobody hears of is logged at debug only). SOFTRNIC_LOG_SUBSYS name: cm.
 void log_event(const Conn &c, const Event &ev, bool reported);
+// Counts connections established (by transport) and set-ups that failed, for
+// `softrnic stats` (base/stats.hpp).
+void count_event(const Event &ev);
 
 // State shared by the core and its engines. Everything below `mu` is guarded by it; an
 // engine is only ever called with it held.
@@ -98,7 +101,9 @@ struct ManagerCore {
     // Queues an event of `c` (one of Event's alternatives).
     template <class Ev>
     void deliver(const Conn &c, Ev &&ev) {
-        log_event(c, pending.emplace_back(std::forward<Ev>(ev)), true);
+        const Event &e = pending.emplace_back(std::forward<Ev>(ev));
+        log_event(c, e, true);
+        count_event(e);
     }
     // Ends a connection the manager still owns; reports it when someone is waiting for it.
     template <class Ev>
@@ -106,6 +111,7 @@ struct ManagerCore {
         disarm(c);
         Event e{std::move(ev)};
         log_event(c, e, report);
+        count_event(e);
         if (report) pending.push_back(std::move(e));
         conns.erase(c.id);  // closes the fd; `c` is gone
     }

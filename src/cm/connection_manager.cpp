@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "base/log.hpp"
+#include "base/stats.hpp"
 #include "cm/cm_core.hpp"
 #include "cm/iwarp_engine.hpp"
 #include "cm/shm_rendezvous.hpp"
@@ -202,6 +203,15 @@ struct LogEvent {
 
 void log_event(const Conn &c, const Event &ev, bool reported) {
     std::visit(LogEvent{c, reported}, ev);
+}
+
+void count_event(const Event &ev) {
+    if (const auto *e = std::get_if<Established>(&ev))
+        base::stat_add(e->transport == LlpTransport::Shm ? base::Stat::CmConnectsShm
+                                                         : base::Stat::CmConnectsTcp);
+    else if (std::holds_alternative<Rejected>(ev) || std::holds_alternative<Unreachable>(ev) ||
+             std::holds_alternative<TimedOut>(ev) || std::holds_alternative<Failed>(ev))
+        base::stat_add(base::Stat::CmConnectFailures);
 }
 
 void Fd::reset() {

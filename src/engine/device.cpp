@@ -1,6 +1,7 @@
 #include "engine/device.hpp"
 
 #include "base/log.hpp"
+#include "base/stats.hpp"
 #include "engine/qp.hpp"
 
 namespace softrnic::engine {
@@ -47,6 +48,7 @@ const char *kind_name(ObjKind k) {
 }  // namespace
 
 void Device::raise(ri_async_event_type_t type, void *object, ObjKind kind, ri_os_data_t os_data) {
+    base::stat_add(base::Stat::AsyncEvents);
     // Events raised while no handler is registered are lost (L2067-2071).
     ri_async_event_callback_t cb = async_cb.load(std::memory_order_acquire);
     SOFTRNIC_LOG(Info, Engine, "%s: async event %s on %s %p%s", name_.c_str(),
@@ -121,19 +123,25 @@ void Device::deliver(const QueuedEvent &ev) {
     }
 }
 
+// A completion in error at info, with its status and work request; a flush at debug only:
+// it follows an error already logged (the QP's async event, or the failed completion).
 void Cq::log_error_completion(const Cqe &e) const {
     if (e.wc.op_status == RI_WC_STATUS_SUCCESS) return;
-    SOFTRNIC_LOG(Debug, Engine,
-                 "%s: completion in error on CQ %p: %s, work request 0x%llx (type %d), QP "
-                 "context %p",
-                 dev->name().c_str(), handle, wc_status_name(e.wc.op_status),
-                 static_cast<unsigned long long>(e.wc.id), static_cast<int>(e.wc.op_type),
-                 e.wc.qp_os_data);
+    const char *fmt =
+        "%s: completion in error on CQ %p: %s, work request 0x%llx (type %d), QP context %p";
+    const unsigned long long id = e.wc.id;
+    const int type = static_cast<int>(e.wc.op_type);
+    if (e.wc.op_status == RI_WC_STATUS_WR_FLUSHED_ERROR)
+        SOFTRNIC_LOG(Debug, Engine, fmt, dev->name().c_str(), handle,
+                     wc_status_name(e.wc.op_status), id, type, e.wc.qp_os_data);
+    else
+        SOFTRNIC_LOG(Info, Engine, fmt, dev->name().c_str(), handle, wc_status_name(e.wc.op_status),
+                     id, type, e.wc.qp_os_data);
 }
 
 bool Cq::push(const Cqe &e) {
     // Behind the level's branch first: nothing but that branch on the success path.
-    if (base::log_on(base::LogLevel::Debug, base::LogSubsys::Engine)) [[unlikely]]
+    if (base::log_on(base::LogLevel::Info, base::LogSubsys::Engine)) [[unlikely]]
         log_error_completion(e);
     GateScope g(resize_gate, /*wait=*/true);
     if (overflowed.load(std::memory_order_acquire)) return false;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 
+#include "base/stats.hpp"
 #include "engine/device.hpp"
 #include "engine/qp.hpp"
 
@@ -91,6 +92,7 @@ ri_api_return_t Device::create_cq(RnicHandle &owner, ri_cq_attr_t &attr, ri_os_d
     out = publish(cqs, std::move(c));
     if (!out) return RI_RET_RESOURCE_SHORTAGE;
     attr.num_cqe = static_cast<uint32_t>(out->ring.capacity());
+    base::stat_add(base::Stat::CqsCreated);
     return RI_RET_SUCCESS;
 }
 
@@ -177,6 +179,7 @@ ri_api_return_t Device::create_qp(RnicHandle &owner, const QpParts &parts, ri_qp
     a.sq_max_sges_rdmaw = qp->sq_max_sges_rdmaw;
     a.rq_max_sges = qp->rq_max_sges;
     out = qp;
+    base::stat_add(base::Stat::QpsCreated);
     return RI_RET_SUCCESS;
 }
 
@@ -192,8 +195,10 @@ ri_api_return_t Device::destroy_pd(RnicHandle &owner, void *handle, Serialisatio
 
 ri_api_return_t Device::destroy_cq(RnicHandle &owner, void *handle, Serialisation by) {
     // In use while a QP is attached to it. No handler for it runs after this (L3070).
-    return unpublish_and_drain(*this, cqs, owner, handle, by, RI_RET_CQ_INVALID_HANDLE,
-                               RI_RET_CQ_INUSE);
+    ri_api_return_t rc = unpublish_and_drain(*this, cqs, owner, handle, by,
+                                             RI_RET_CQ_INVALID_HANDLE, RI_RET_CQ_INUSE);
+    if (rc == RI_RET_SUCCESS) base::stat_add(base::Stat::CqsDestroyed);
+    return rc;
 }
 
 ri_api_return_t Device::destroy_srq(RnicHandle &owner, void *handle, Serialisation by) {
@@ -213,6 +218,7 @@ ri_api_return_t Device::destroy_qp(RnicHandle &owner, void *handle, Serialisatio
         q->destroy();
         gone = qps.erase(handle);
     }
+    base::stat_add(base::Stat::QpsDestroyed);
     events.drain();  // no event for this QP runs after we return (L4043)
     return RI_RET_SUCCESS;
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "base/stats.hpp"
 #include "engine/qp.hpp"
 
 namespace softrnic::engine {
@@ -128,6 +129,44 @@ inline ri_wc_type_t wc_type_of(ri_wr_type_t t) {
             return RI_WC_TYPE_FETCH_AND_ADD;
     }
     return RI_WC_TYPE_SEND;
+}
+
+// Every work completion, signalled or not, in the process's counters (base/stats.hpp): by
+// operation with its bytes when it succeeded, by outcome when it did not.
+inline void count_completion(ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes) {
+    using base::Stat;
+    if (status != RI_WC_STATUS_SUCCESS) [[unlikely]] {
+        base::stat_add(Stat::CompletionsInError);
+        if (status == RI_WC_STATUS_WR_FLUSHED_ERROR) base::stat_add(Stat::CompletionsFlushed);
+        return;
+    }
+    switch (type) {
+        case RI_WC_TYPE_SEND:
+            base::stat_add(Stat::SendsCompleted);
+            base::stat_add(Stat::SendBytes, bytes);
+            break;
+        case RI_WC_TYPE_RDMA_WRITE:
+            base::stat_add(Stat::WritesCompleted);
+            base::stat_add(Stat::WriteBytes, bytes);
+            break;
+        case RI_WC_TYPE_RDMA_READ:
+        case RI_WC_TYPE_RDMA_READ_LOCAL_INVALIDATE:
+            base::stat_add(Stat::ReadsCompleted);
+            base::stat_add(Stat::ReadBytes, bytes);
+            break;
+        case RI_WC_TYPE_COMPARE_AND_SWAP:
+        case RI_WC_TYPE_FETCH_AND_ADD:
+            base::stat_add(Stat::AtomicsCompleted);
+            break;
+        case RI_WC_TYPE_DATA_RECEIVED:
+        case RI_WC_TYPE_RDMA_IMMEDIATE_RECEIVED:
+            base::stat_add(Stat::RecvsCompleted);
+            base::stat_add(Stat::RecvBytes, bytes);
+            break;
+        default:
+            base::stat_add(Stat::OtherWrsCompleted);
+            break;
+    }
 }
 
 }  // namespace qp_detail

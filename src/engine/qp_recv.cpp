@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/stats.hpp"
 #include "engine/abi.hpp"
 #include "engine/qp_internal.hpp"
 
@@ -49,6 +50,7 @@ ri_api_return_t Qp::post_rq(const ri_wr_recv_t *wrs, uint32_t &num) {
 
 void Qp::complete_recv(const RecvWqe &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
                        uint32_t wc_flags, uint32_t inv_rtag, uint32_t imm) {
+    count_completion(type, status, bytes);
     if (srq) {
         // Every receive completion of an SRQ QP ends a WQE take_recv() counted; saturate
         // anyway so a miscount can never wrap into a huge outstanding figure.

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/stats.hpp"
 #include "engine/abi.hpp"
 #include "engine/qp_internal.hpp"
 
@@ -119,6 +120,7 @@ ri_api_return_t Qp::post_sq(const ri_wr_t *wrs, uint32_t &num) {
 
 void Qp::complete_sq(const WrInfo &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
                      bool force) {
+    count_completion(type, status, bytes);
     uint32_t flags = w.flags;
     bool signaled = flags & RI_WR_SIGNALED_FLAG;
     if (status == RI_WC_STATUS_SUCCESS && !signaled && !force) return;

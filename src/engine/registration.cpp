@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 
+#include "base/stats.hpp"
 #include "engine/abi.hpp"
 #include "engine/device.hpp"
 #include "engine/qp.hpp"
@@ -137,6 +138,7 @@ ri_api_return_t Device::register_mr(RnicHandle &owner, Pd &pd, const ri_mr_reg_a
     e->pages = pages;
     publish_region(*e, pages->base, a.va, a.length, attr, next_key(*e, key, attr));
     out = e;
+    base::stat_add(base::Stat::MrsRegistered);
     return RI_RET_SUCCESS;
 }
 
@@ -154,6 +156,7 @@ ri_api_return_t Device::register_phys_mr(RnicHandle &owner, Pd &pd, const ri_mr_
     e->pages = pages;
     publish_region(*e, pages->base, a.common.va, a.common.length, attr, next_key(*e, key, attr));
     out = e;
+    base::stat_add(base::Stat::MrsRegistered);
     return RI_RET_SUCCESS;
 }
 
@@ -275,6 +278,7 @@ ri_api_return_t Device::deregister_mr(RnicHandle &owner, void *handle) {
     withdraw_grants(*e);  // peers' own writes finish too (L5423)
     stags.release(e);     // gives back its uses of the PD and the handle
     e->gate.open();
+    base::stat_add(base::Stat::MrsDeregistered);
     return RI_RET_SUCCESS;
 }
 

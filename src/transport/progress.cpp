@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/config.hpp"
+#include "base/stats.hpp"
 #include "base/sync.hpp"
 
 namespace softrnic::transport {
@@ -526,6 +527,7 @@ void ProgressEngine::thread_main() {
         seen_epoch = inline_epoch_.load(std::memory_order_relaxed);
         int n = ::epoll_wait(thread_ep_, evs, 3, -1);
         thread_waiting_.store(false, std::memory_order_relaxed);
+        base::stat_add(base::Stat::ProgressWakeups);
         disarm_polled();
         bool sources_ready = false, slow_ready = false;
         for (int i = 0; i < n; ++i) {

@@ -1,5 +1,7 @@
 #include "bench/report.hpp"
 
+#include "json_out.hpp"
+
 #include <unistd.h>
 
 #include <cmath>
@@ -18,22 +20,7 @@ Spread over_rounds(const std::vector<Measurement> &ms, F f) {
     return spread(v);
 }
 
-std::string json_escape(const std::string &s) {
-    std::string o;
-    for (char c : s) {
-        if (c == '"' || c == '\\') {
-            o += '\\';
-            o += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            char b[8];
-            std::snprintf(b, sizeof b, "\\u%04x", c);
-            o += b;
-        } else {
-            o += c;
-        }
-    }
-    return o;
-}
+using softrnic::tools::json_escape;
 
 // JSON has no NaN/Inf; a figure that could not be computed is null.
 std::string num(double v, int prec = 4) {

@@ -1,6 +1,7 @@
 // shm transport, placement grants: the target publishes STag ranges its peer may write
 // into itself (layout.hpp, "Placement grants"), and the initiator places small RDMA Writes
 // there directly.
+#include "base/stats.hpp"
 #include "transport/shm/shm_core.hpp"
 
 namespace softrnic::transport::shm::detail {
@@ -101,7 +102,10 @@ bool ShmConnection::try_direct_write(const OutboundOp &op) {
     }
     inflight.fetch_sub(1, std::memory_order_release);
     last_post_ns_ = base::mono_ns();
-    if (ok) counters().direct_writes.fetch_add(1, std::memory_order_relaxed);
+    if (ok) {
+        counters().direct_writes.fetch_add(1, std::memory_order_relaxed);
+        base::stat_add(base::Stat::ShmDirectWrites);
+    }
     return ok;
 }
 

@@ -1,5 +1,6 @@
 // shm transport, initiator side: posting requests into the peer's req ring, the operation
 // records and their ordered reporting, the control queue, and the responses the peer sends.
+#include "base/stats.hpp"
 #include "transport/shm/shm_core.hpp"
 
 namespace softrnic::transport::shm::detail {
@@ -19,6 +20,7 @@ void ShmConnection::notify_peer() {
     // Non-blocking: a full socket buffer means a wake-up is already pending there.
     [[maybe_unused]] ssize_t r = ::send(link_->sock, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
     counters().doorbells.fetch_add(1, std::memory_order_relaxed);
+    base::stat_add(base::Stat::ShmDoorbells);
 }
 
 // True when entries we published into the peer's rings have waited kPeerStallNs with the
@@ -72,6 +74,8 @@ void ShmConnection::ring_stalled_peer() {
     [[maybe_unused]] ssize_t r = ::send(link_->sock, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
     counters().doorbells.fetch_add(1, std::memory_order_relaxed);
     counters().stall_doorbells.fetch_add(1, std::memory_order_relaxed);
+    base::stat_add(base::Stat::ShmDoorbells);
+    base::stat_add(base::Stat::ShmStallDoorbells);
 }
 
 bool ShmConnection::emit_request(const EntryFields &r, std::span<const IoSpan> local, uint32_t seq,

@@ -1,6 +1,7 @@
 // TCP/iWARP transport, rx side: progress, reading and decoding FPDUs, and arrivals
 // dispatched by RDMAP opcode to the engine. Design notes in tcp_core.hpp.
 #include "base/log.hpp"
+#include "base/stats.hpp"
 #include "transport/async_channel.hpp"
 #include "transport/tcp/tcp_core.hpp"
 
@@ -43,6 +44,7 @@ bool TcpConnection::do_read() {
         ssize_t n = ::recv(fd_, rxbuf.get(), kRxBuf, MSG_DONTWAIT);
         if (n > 0) {
             got = true;
+            base::stat_add(base::Stat::TcpBytesReceived, static_cast<uint64_t>(n));
             std::span<const uint8_t> in(rxbuf.get(), static_cast<size_t>(n));
             while (!in.empty() && rx_open_.load(std::memory_order_acquire)) {
                 w::FeedResult r = dec_->feed(in);

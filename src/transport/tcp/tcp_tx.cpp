@@ -1,5 +1,6 @@
 // TCP/iWARP transport, tx side: posting operations as FPDUs, the send queue and window,
 // ordered reporting and failing of operation records. Design notes in tcp_core.hpp.
+#include "base/stats.hpp"
 #include "transport/tcp/tcp_core.hpp"
 
 namespace softrnic::transport::tcp::detail {
@@ -196,6 +197,7 @@ bool TcpConnection::submit_now(const OutboundOp &op, OpResult &out) {
     ssize_t wr = ::sendmsg(fd_, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
     // Nothing written (full socket, signal, broken stream): the queued path deals with it.
     if (wr <= 0) return false;
+    base::stat_add(base::Stat::TcpBytesSent, static_cast<uint64_t>(wr));
     if (send) ++send_msn_;
     size_t total = frame.total() + static_cast<size_t>(op.length);
     if (static_cast<size_t>(wr) < total) {
@@ -305,6 +307,7 @@ void TcpConnection::flush_locked() {
         mh.msg_iov = iov.data();
         mh.msg_iovlen = n;
         ssize_t wr = ::sendmsg(fd_, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (wr > 0) base::stat_add(base::Stat::TcpBytesSent, static_cast<uint64_t>(wr));
         if (wr < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
