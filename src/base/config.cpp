@@ -8,7 +8,7 @@ namespace softrnic::base {
 namespace {
 
 // The meanings are what README's environment table says, shortened to a line or two.
-constexpr std::array<softrnic_env_var_t, 13> kEnvVars{{
+constexpr std::array<softrnic_env_var_t, 14> kEnvVars{{
     {"SOFTRNIC_TRANSPORT", "auto",
      "transport of new connections: auto (shm to a peer on this host and netns, else TCP), "
      "shm (shm only), tcp (TCP only; listeners do not offer shm). Read when a connection "
@@ -53,9 +53,14 @@ constexpr std::array<softrnic_env_var_t, 13> kEnvVars{{
     {"SOFTRNIC_STATS", "1",
      "0: keep no counters file (/dev/shm/softrnic-stats.<pid>, read by softrnic stats). "
      "Read at the first count."},
+    {"SOFTRNIC_TCP_TIMEOUT_MS", "10000",
+     "bound in milliseconds (1000-3600000, or 0 for the kernel's own behaviour) within which a "
+     "TCP/iWARP connection whose peer stopped answering (link down, host gone; no FIN or RST) "
+     "breaks, idle (keepalive probes) or busy (TCP_USER_TIMEOUT). An invalid value means "
+     "10000, with a warning. Read when a TCP connection is set up."},
 }};
 
-static_assert(static_cast<size_t>(EnvVar::Stats) + 1 == kEnvVars.size(),
+static_assert(static_cast<size_t>(EnvVar::TcpTimeoutMs) + 1 == kEnvVars.size(),
               "one entry per EnvVar, in its order");
 
 }  // namespace

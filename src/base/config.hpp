@@ -26,6 +26,7 @@ enum class EnvVar : uint8_t {
     IbPorts,
     IbMtu,
     Stats,
+    TcpTimeoutMs,
 };
 
 // Indexed by EnvVar.

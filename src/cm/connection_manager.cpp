@@ -280,6 +280,9 @@ struct ConnectionManager::Impl {
                              static_cast<unsigned long long>(lid));
                 continue;
             }
+            // A peer that vanishes while the ULP decides (no deadline then) is found by
+            // the same bound as an established connection.
+            if (!unix_side) tcp::apply_liveness(fd, tcp::liveness_bound_ms());
             std::unique_ptr<Conn> c = iwarp.new_responder(unix_side);
             c->id = core.next_id++;
             c->fd = Fd(fd);

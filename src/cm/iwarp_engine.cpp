@@ -316,6 +316,9 @@ struct Machine {
                 core.finish(c, Unreachable{c.id, err}, true);
             return;
         }
+        // From here on the peer can vanish without a word: bound how long that goes unseen
+        // (the deadline covers the exchange, these options the rest of the connection).
+        if (!c.shm) tcp::apply_liveness(c.fd.get(), tcp::liveness_bound_ms());
         c.state = State::SendRequest;
         bool gone = false;
         if (!flush(c, gone)) return;
@@ -545,7 +548,14 @@ struct Machine {
                 on_request(c);
                 return;
             case State::AwaitUlp:
-                if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) fail(c, w::Status::Ok, ECONNRESET);
+                if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+                    // A reset or FIN, or the peer timed out (apply_liveness): say which.
+                    int err = 0;
+                    socklen_t sl = sizeof err;
+                    if (::getsockopt(c.fd.get(), SOL_SOCKET, SO_ERROR, &err, &sl) != 0 || err == 0)
+                        err = ECONNRESET;
+                    fail(c, w::Status::Ok, err);
+                }
                 return;
             case State::ShmHello:
                 on_hello(c);

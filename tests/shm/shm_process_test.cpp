@@ -1,11 +1,15 @@
 // shm across processes (shm_peer helper): data both ways, a peer killed by SIGKILL in
 // the middle of transfers in both directions (the survivor flushes within a bounded time
-// and leaks no descriptor, mapping or thread), another user locked out, shared memory per
-// connection, and 1,000 connections between two processes.
+// and leaks no descriptor, mapping or thread), a peer stopped by SIGSTOP (nothing lost,
+// other connections unaffected), another user locked out, shared memory per connection,
+// and 1,000 connections between two processes.
 #include <sys/syscall.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <tuple>
 
 #include "shm_util.hpp"
 #include "softrnic/softrnic.h"
@@ -416,6 +420,135 @@ TEST_P(TwoProcess, MemoryPolledWritePingPong) {
     EXPECT_EQ(child.line(), "pingpong ok");
     int st = child.wait_exit(std::chrono::seconds(10));
     EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
+}
+
+// A target that stops progressing without dying (SIGSTOP) is not a failure over shm: its
+// pidfd says it lives, and there is no timer to give up on it. 16 x 1 MiB RDMA Writes and
+// a 16 MiB Read behind them wait in its ring meanwhile; another connection of the same
+// RNIC instance, to another process, keeps working without a stall; the QP to the
+// stopped peer stays in RTS with no event. Once it continues, every WR completes and the
+// Read brings back exactly what was written: nothing lost.
+TEST_P(TwoProcess, StoppedTargetResumesAndBlocksNoOtherConnection) {
+    const bool cma = GetParam();
+    // 3 s here; SHM_TEST_STOP_SECONDS=N stops it longer (the "minutes"), by hand.
+    const char *stop_env = std::getenv("SHM_TEST_STOP_SECONDS");
+    const auto kStopped = std::chrono::seconds(stop_env ? std::max(1, std::atoi(stop_env)) : 3);
+    constexpr size_t kMiB = size_t{1} << 20;
+    constexpr int kWrites = 16;
+    Snapshot before;
+    {
+        const std::vector<std::string> env =
+            cma ? std::vector<std::string>{} : std::vector<std::string>{"SOFTRNIC_SHM_CMA=0"};
+        Child stopped({"serve", "1"}, env), other({"serve", "1"}, env);
+        ASSERT_TRUE(stopped.ok() && other.ok());
+        const uint16_t port_s = read_port(stopped), port_o = read_port(other);
+        ASSERT_NE(port_s, 0);
+        ASSERT_NE(port_o, 0);
+        Buf src(kWrites * kMiB), back(kWrites * kMiB), small(64 << 10), small_back(64 << 10);
+        for (int i = 0; i < kWrites; ++i)
+            fill_pattern(src.data() + i * kMiB, kMiB, 1000 + i);
+        small.fill(21);
+        Rnic r("parent");
+        ASSERT_TRUE(r.ok());
+        QpOpts qo;
+        qo.sq = 256;
+        Qp *qs = r.new_qp(qo), *qo2 = r.new_qp(qo);
+        ASSERT_TRUE(qs && qo2);
+        Mr *msrc = r.reg(src, kLocalRW), *mback = r.reg(back, kLocalRW);
+        Mr *msm = r.reg(small, kLocalRW), *msb = r.reg(small_back, kLocalRW);
+        // One slot per connection, dialled one after the other.
+        Slot<cm::Established> est[2];
+        std::atomic<int> established{0};
+        cm::Options o;
+        o.transport = cm::Transport::Shm;
+        o.shm_cma = cma;
+        cm::ConnectionManager mgr(
+            [&](cm::Event &e) {
+                if (auto *x = std::get_if<cm::Established>(&e))
+                    est[std::min(established.fetch_add(1), 1)].set(std::move(*x));
+            },
+            o);
+        RegionInfo is{}, io{};
+        for (auto [q, port, info, slot] :
+             {std::tuple{qs, port_s, &is, &est[0]}, std::tuple{qo2, port_o, &io, &est[1]}}) {
+            auto e = dial(mgr, *slot, port);
+            ASSERT_TRUE(e);
+            ASSERT_EQ(e->transport, cm::LlpTransport::Shm);
+            ASSERT_EQ(e->private_data.size(), sizeof(RegionInfo));
+            std::memcpy(info, e->private_data.data(), sizeof *info);
+            ASSERT_EQ(to_rts(q, e->llp), RI_RET_SUCCESS);
+        }
+        // One round on the other connection: a 64 KiB write and the read that returns it.
+        uint64_t next_id = 1;
+        auto round_trip = [&]() -> bool {
+            ri_data_seg_t w = sge(small.data(), 64 << 10, msm->ltag);
+            ri_data_seg_t b = sge(small_back.data(), 64 << 10, msb->ltag);
+            if (post_write(qo2, kSig, next_id++, &w, 1, io.va, io.rtag) != RI_RET_SUCCESS ||
+                post_read(qo2, kSig, next_id++, &b, 1, io.va, io.rtag) != RI_RET_SUCCESS)
+                return false;
+            for (int i = 0; i < 2; ++i) {
+                ri_rc_wc_t wc{};
+                if (!poll_one(r, qo2->scq, &wc, std::chrono::seconds(5)) ||
+                    wc.op_status != RI_WC_STATUS_SUCCESS)
+                    return false;
+            }
+            return first_diff(small.data(), small_back.data(), 64 << 10) == SIZE_MAX;
+        };
+        ASSERT_TRUE(round_trip());
+
+        ASSERT_EQ(::kill(stopped.pid(), SIGSTOP), 0);
+        for (int i = 0; i < kWrites; ++i) {
+            ri_data_seg_t s = sge(src.data() + i * kMiB, kMiB, msrc->ltag);
+            ASSERT_EQ(post_write(qs, kSig, 100 + i, &s, 1, is.va + i * kMiB, is.rtag),
+                      RI_RET_SUCCESS);
+        }
+        ri_data_seg_t b = sge(back.data(), kWrites * kMiB, mback->ltag);
+        ASSERT_EQ(post_read(qs, kSig, 200, &b, 1, is.va, is.rtag), RI_RET_SUCCESS);
+        // Meanwhile the other connection runs, each round bounded.
+        const auto t0 = Clock::now();
+        int rounds = 0;
+        double worst_ms = 0;
+        while (Clock::now() - t0 < kStopped) {
+            const auto t = Clock::now();
+            ASSERT_TRUE(round_trip()) << "the other connection failed in round " << rounds;
+            worst_ms = std::max(
+                worst_ms, std::chrono::duration<double, std::milli>(Clock::now() - t).count());
+            ++rounds;
+        }
+        EXPECT_LT(worst_ms, 1000.0) << "a round on the other connection stalled";
+        EXPECT_EQ(state_of(qs), RI_QP_STATE_READY_TO_SEND);
+        r.drain();
+        EXPECT_EQ(r.rec.count_events_for(qs->os()), 0u) << r.rec.describe_events();
+
+        ASSERT_EQ(::kill(stopped.pid(), SIGCONT), 0);
+        const auto tc = Clock::now();
+        for (int i = 0; i <= kWrites; ++i) {
+            ri_rc_wc_t wc{};
+            ASSERT_TRUE(poll_one(r, qs->scq, &wc, std::chrono::seconds(10)))
+                << "WR " << i << " never completed after SIGCONT";
+            EXPECT_EQ(wc.id, i < kWrites ? uint64_t(100 + i) : 200u);
+            EXPECT_EQ(wc.op_status, RI_WC_STATUS_SUCCESS) << "WR " << wc.id;
+        }
+        const double resume_ms =
+            std::chrono::duration<double, std::milli>(Clock::now() - tc).count();
+        EXPECT_EQ(first_diff(src.data(), back.data(), kWrites * kMiB), SIZE_MAX);
+        EXPECT_TRUE(back.guards_intact());
+        EXPECT_EQ(state_of(qs), RI_QP_STATE_READY_TO_SEND);
+        std::printf(
+            "[ shm      ] target stopped %lld s (%s): %d rounds on another connection meanwhile "
+            "(worst %.1f ms); %d MiB written and read back %.1f ms after SIGCONT\n",
+            static_cast<long long>(kStopped.count()), cma ? "CMA" : "no CMA", rounds, worst_ms,
+            kWrites, resume_ms);
+        // Bye to both; they exit cleanly.
+        for (auto [q, child] : {std::pair{qs, &stopped}, std::pair{qo2, &other}}) {
+            ri_data_seg_t z = sge(small.data(), 0, msm->ltag);
+            ASSERT_EQ(post_send(q, RI_WR_TYPE_SEND, kSig, 999, &z, 0), RI_RET_SUCCESS);
+            EXPECT_EQ(child->line(), "bye");
+            int st = child->wait_exit(std::chrono::seconds(10));
+            EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
+        }
+    }
+    expect_same(before);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cma, TwoProcess, ::testing::Bool(),

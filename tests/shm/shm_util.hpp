@@ -14,6 +14,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -281,11 +282,14 @@ inline uint64_t shm_rss_bytes() {
     }
     return kb * 1024;
 }
+// Entries of /dev/shm other than process counters files (base/stats.hpp): those are no
+// segments; this process makes its own at its first count, and a peer killed by SIGKILL
+// cannot unlink its one.
 inline int count_dev_shm() {
     int n = 0;
     if (DIR *d = ::opendir("/dev/shm")) {
         while (dirent *e = ::readdir(d))
-            if (e->d_name[0] != '.') ++n;
+            if (e->d_name[0] != '.' && std::strncmp(e->d_name, "softrnic-stats.", 15) != 0) ++n;
         ::closedir(d);
     }
     return n;

@@ -164,6 +164,13 @@ ri_llp_stream_handle_t adopt_socket(int fd, const StreamParams &params) {
     if (fl < 0 || ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) return -1;
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // FPDUs are latency-bound
+    // The connection manager set these when the connection came up; a socket made by
+    // another ULP gets them here, unless that ULP chose its own keepalive (uDAPL L6766:
+    // options such as KEEPALIVE are kept as they are on a converted socket).
+    int keepalive = 0;
+    sl = sizeof keepalive;
+    if (::getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &keepalive, &sl) != 0 || keepalive == 0)
+        apply_liveness(fd, liveness_bound_ms());
     ensure_registered();
     if (!llp::publish(fd, std::make_unique<UnclaimedSocket>(fd, params))) return -1;
     return fd;

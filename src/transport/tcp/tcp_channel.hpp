@@ -59,6 +59,41 @@ ri_llp_stream_handle_t adopt_socket(int fd, const StreamParams &params);
 // Established). A QP that claims the stream first sends it itself. An unclaimed socket is
 // closed by llp::release, like any transport's handle.
 
+// Failure detection. A peer that vanishes without a FIN or RST (link down, host gone) is
+// noticed only by TCP's own timers: keepalive probes while the connection is idle, the
+// retransmission limit while data is unacknowledged. Both are set so that either way the
+// kernel breaks the connection within a bound (ETIMEDOUT, or the routing error it met),
+// and the channel ends the stream as lost (RI_EVENT_QP_LLQ_CONNECTION_LOST, work flushed).
+// RNICPI's iWARP QP attributes carry no timeout (local_ack_timeout and retry_count are in
+// the InfiniBand path attributes only), so the bound is the process's, not the QP's.
+// The kernel also ends zero-window probing at TCP_USER_TIMEOUT (Linux 5.12 and later): a
+// peer whose process is stopped while data is queued for it counts as gone after the
+// bound, because its receiver (its progress thread) stopped with it.
+struct LivenessParams {
+    int keepidle_s = 0;            // TCP_KEEPIDLE: idle time before the first probe
+    int keepintvl_s = 0;           // TCP_KEEPINTVL: between probes
+    int keepcnt = 0;               // TCP_KEEPCNT: unanswered probes (with no user timeout)
+    unsigned user_timeout_ms = 0;  // TCP_USER_TIMEOUT: also ends the probing at the bound
+};
+
+inline constexpr uint32_t kDefaultLivenessMs = 10000;
+inline constexpr uint32_t kMinLivenessMs = 1000;     // keepalive counts in whole seconds
+inline constexpr uint32_t kMaxLivenessMs = 3600000;  // an hour
+
+// The socket options that break a connection within `bound_ms` (kMinLivenessMs and up).
+// With the kernel's keepalive timer, which aborts at its first tick past the user timeout
+// once a probe went unanswered, an idle connection breaks between bound_ms and bound_ms +
+// keepintvl_s after the last segment heard.
+LivenessParams liveness_params(uint32_t bound_ms);
+
+// SOFTRNIC_TCP_TIMEOUT_MS, read now: the bound in milliseconds, 0 for none (the kernel's
+// defaults). An invalid value means kDefaultLivenessMs, with one warning per process.
+uint32_t liveness_bound_ms();
+
+// Sets SO_KEEPALIVE, TCP_KEEPIDLE/KEEPINTVL/KEEPCNT and TCP_USER_TIMEOUT on a TCP socket for
+// `bound_ms` (0: leaves the socket alone). False when the kernel refused one of them.
+bool apply_liveness(int fd, uint32_t bound_ms);
+
 // Nothing to do: adopted sockets go to the LLP registry (kept for callers).
 void ensure_registered();
 

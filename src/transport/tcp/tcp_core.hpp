@@ -114,6 +114,13 @@ inline size_t encode_term(w::TermCode code, std::span<const uint8_t> offending, 
     return n;
 }
 
+// A socket error that means the peer stopped answering or cannot be reached (TCP gave up
+// retransmitting or probing, or the route failed), as opposed to a reset by the peer.
+inline bool peer_unreachable(int err) {
+    return err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH || err == EHOSTDOWN ||
+           err == ENETDOWN;
+}
+
 // Our part of an operation in flight, kept in its record (InflightOp::state).
 struct TcpOp {
     // RDMA Read sink.
@@ -334,6 +341,8 @@ class TcpConnection final : public ProgressSource {
     // Cleared under mu_; read by progress without it.
     std::atomic<bool> rtr_pending_{false};
     std::atomic<bool> hint_{true};
+    // The error a sendmsg() failed with (0: none): set under mu_, read by progress.
+    std::atomic<int> tx_errno_{0};
 
     // Progress only.
     std::unique_ptr<w::FpduDecoder> dec_;

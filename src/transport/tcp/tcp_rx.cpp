@@ -1,5 +1,6 @@
 // TCP/iWARP transport, rx side: progress, reading and decoding FPDUs, and arrivals
 // dispatched by RDMAP opcode to the engine. Design notes in tcp_core.hpp.
+#include "base/log.hpp"
 #include "base/stats.hpp"
 #include "transport/async_channel.hpp"
 #include "transport/tcp/tcp_core.hpp"
@@ -61,16 +62,28 @@ bool TcpConnection::do_read() {
         }
         if (n == 0) {
             // A FIN inside an FPDU or a message is no orderly close: the peer died or
-            // reset mid-transfer, and what was placed of that message is incomplete.
-            if (dec_->mid_fpdu() || reasm_.in_message() || !last_write_done_)
+            // reset mid-transfer, and what was placed of that message is incomplete. Nor
+            // is the end of a stream whose send side already failed for want of an answer
+            // (a sendmsg() took the socket's error; what is left reads as an end).
+            if (dec_->mid_fpdu() || reasm_.in_message() || !last_write_done_ ||
+                peer_unreachable(tx_errno_.load(std::memory_order_acquire)))
                 stream_lost();
             else
                 on_stream_end(CloseKind::Graceful);
             return true;
         }
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return got;
-        on_stream_end(CloseKind::Abortive);
+        const int err = errno;
+        if (err == EINTR) continue;
+        if (err == EAGAIN || err == EWOULDBLOCK) return got;
+        if (peer_unreachable(err)) {
+            // No FIN, no RST: the peer stopped answering (apply_liveness bounds how long
+            // that takes to show) or its network is gone. That is a lost connection, not a
+            // reset (RNICPI's LLQ_CONNECTION_LOST; uDAPL's DAT_CONNECTION_EVENT_BROKEN).
+            SOFTRNIC_LOG(Info, Tcp, "socket %d: connection lost: %s", fd_, std::strerror(err));
+            stream_lost();
+        } else {
+            on_stream_end(CloseKind::Abortive);
+        }
         return true;
     }
     return got;

@@ -311,7 +311,9 @@ void TcpConnection::flush_locked() {
         if (wr < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-            // The stream broke: the receive side sees it too and ends the stream.
+            // The stream broke: the receive side sees it too and ends the stream (as lost
+            // when this error says the peer stopped answering: it is consumed here).
+            tx_errno_.store(errno, std::memory_order_release);
             tx_ = TxState::Dead;
             drop_unwritten_locked();
             fail_all_locked({OpOutcome::Disconnected, {}});
