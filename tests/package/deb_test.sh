@@ -100,7 +100,8 @@ dtest_pair softrnic-tcp
 echo "== a program built against libsoftrnic-dev"
 cc -std=c11 -Wall -Werror "$src/tests/install/rnicpi_open.c" -o "$tmp/rnicpi_open" \
     $(pkg-config --cflags --libs softrnic-rnicpi)
-"$tmp/rnicpi_open" | grep -q "rnic install-check: softrnic" || fail "rnicpi_open"
+out=$("$tmp/rnicpi_open") || fail "rnicpi_open exited with $?"
+grep -q "rnic install-check: softrnic" <<<"$out" || fail "rnicpi_open: $out"
 
 echo "== purge"
 apt-get purge -y -qq "${packages[@]}" >/dev/null
