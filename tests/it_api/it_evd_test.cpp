@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "it_raw_calls.h"
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -95,8 +97,8 @@ TEST_F(ItEvd, CreateRejectsBadCombinations_L4472) {
               IT_ERR_MISMATCH_FD);
     EXPECT_EQ(it_evd_create(ia, IT_AEVD_NOTIFICATION_EVENT_STREAM, kNoFlags, 0, 0, a, &e, nullptr),
               IT_ERR_AEVD_NOT_ALLOWED);
-    auto flags = [&](it_event_type_t s, unsigned f) {
-        return it_evd_create(ia, s, it_evd_flags_t(f), 4, 1, nullptr, &e, nullptr);
+    auto flags = [&](unsigned s, unsigned f) {
+        return raw_evd_create(ia, s, f, 4, 1, nullptr, &e, nullptr);
     };
     EXPECT_EQ(flags(IT_CM_MSG_EVENT_STREAM, IT_EVD_OVERFLOW_DEFAULT | IT_EVD_OVERFLOW_NOTIFY),
               IT_ERR_INVALID_FLAGS);
@@ -107,7 +109,7 @@ TEST_F(ItEvd, CreateRejectsBadCombinations_L4472) {
               IT_ERR_INVALID_FLAGS);
     EXPECT_EQ(flags(IT_ASYNC_UNAFF_EVENT_STREAM, IT_EVD_OVERFLOW_NOTIFY), IT_ERR_INVALID_FLAGS);
     EXPECT_EQ(flags(IT_CM_MSG_EVENT_STREAM, 0x40), IT_ERR_INVALID_FLAGS);
-    EXPECT_EQ(flags(it_event_type_t(0x40000), 0), IT_ERR_INVALID_EVD_TYPE);
+    EXPECT_EQ(flags(0x40000, 0), IT_ERR_INVALID_EVD_TYPE);
     EXPECT_EQ(flags(IT_DTO_SEND_CMPL_EVENT, 0), IT_ERR_INVALID_EVD_TYPE);
     EXPECT_EQ(flags(IT_CM_MSG_EVENT_STREAM, IT_EVD_OVERFLOW_NOTIFY | IT_EVD_OVERFLOW_AUTO_RESET),
               IT_SUCCESS);
@@ -513,7 +515,10 @@ TEST_F(ItEvd, ModifyAndQueryMasks_L5011) {
     EXPECT_EQ(it_evd_modify(a, IT_EVD_PARAM_THRESHOLD, &p), IT_ERR_INVALID_MASK);
     EXPECT_EQ(it_evd_modify(a, IT_EVD_PARAM_QUEUE_SIZE, &p), IT_ERR_INVALID_MASK);
     EXPECT_EQ(it_evd_modify(s, IT_EVD_PARAM_FD, &p), IT_ERR_INVALID_MASK);
-    EXPECT_EQ(it_evd_query(s, it_evd_param_mask_t(0x1000), &p), IT_ERR_INVALID_MASK);
+    EXPECT_EQ(raw_evd_query(s, 0x1000, &p), IT_ERR_INVALID_MASK);
+    // Any non-zero it_boolean_t is true, as C reads it.
+    ASSERT_EQ(raw_evd_modify_enabled(s, 2), IT_SUCCESS);
+    EXPECT_EQ(query(s).evd_enabled, IT_TRUE);
     ASSERT_EQ(it_evd_query(s, IT_EVD_PARAM_THRESHOLD, &p), IT_SUCCESS);
     EXPECT_EQ(p.sevd_threshold, 1u);
     EXPECT_EQ(it_evd_modify(nullptr, IT_EVD_PARAM_ENABLED, &p), IT_ERR_INVALID_EVD);

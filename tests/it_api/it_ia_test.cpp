@@ -10,6 +10,8 @@
 #include <set>
 #include <string>
 
+#include "it_raw_calls.h"
+
 namespace {
 
 it_ia_handle_t open_ia(const char *name = "softrnic") {
@@ -171,7 +173,7 @@ TEST(ItPz, CreateQueryFree_L10230) {
     p = {};
     ASSERT_EQ(it_pz_query(pz, IT_PZ_PARAM_ALL, &p), IT_SUCCESS);
     EXPECT_EQ(p.ia, ia);
-    EXPECT_EQ(it_pz_query(pz, it_pz_param_mask_t(0x100), &p), IT_ERR_INVALID_MASK);
+    EXPECT_EQ(raw_pz_query(pz, 0x100, &p), IT_ERR_INVALID_MASK);
     EXPECT_EQ(it_pz_query(reinterpret_cast<it_pz_handle_t>(ia), IT_PZ_PARAM_IA, &p),
               IT_ERR_INVALID_PZ);
     EXPECT_EQ(it_pz_free(pz), IT_SUCCESS);

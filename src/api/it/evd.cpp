@@ -24,7 +24,7 @@ constexpr unsigned kModifiableEvdParams = IT_EVD_PARAM_QUEUE_SIZE | IT_EVD_PARAM
                                           IT_EVD_PARAM_AEVD_HANDLE | IT_EVD_PARAM_ENABLED |
                                           IT_EVD_PARAM_OVERFLOWED;
 
-bool simple_stream(it_event_type_t s) {
+bool simple_stream(uint32_t s) {
     switch (s) {
         case IT_DTO_EVENT_STREAM:
         case IT_CM_REQ_EVENT_STREAM:
@@ -103,15 +103,17 @@ void attach_to_aevd(Evd *sevd, Evd *aevd) {
 
 }  // namespace
 
-it_status_t evd_create(it_ia_handle_t h, it_event_type_t stream, it_evd_flags_t flags, size_t qsize,
+it_status_t evd_create(it_ia_handle_t h, uint32_t stream_bits, uint32_t flag_bits, size_t qsize,
                        size_t threshold, it_evd_handle_t aevdh, it_evd_handle_t *out, int *fd) {
     Ia *ia = as_ia(h);
     if (!ia) return IT_ERR_INVALID_IA;
     if (!out) return IT_ERR_FAULT;
-    const bool aggregate = stream == IT_AEVD_NOTIFICATION_EVENT_STREAM;
-    if (!aggregate && !simple_stream(stream)) return IT_ERR_INVALID_EVD_TYPE;
+    const bool aggregate = stream_bits == IT_AEVD_NOTIFICATION_EVENT_STREAM;
+    if (!aggregate && !simple_stream(stream_bits)) return IT_ERR_INVALID_EVD_TYPE;
+    const auto stream = static_cast<it_event_type_t>(stream_bits);
     // IT-API L4467-L4476: the overflow flags' combinations.
-    if (flags & ~kAllEvdFlags) return IT_ERR_INVALID_FLAGS;
+    if (flag_bits & ~kAllEvdFlags) return IT_ERR_INVALID_FLAGS;
+    const auto flags = static_cast<it_evd_flags_t>(flag_bits);
     if (!aggregate) {
         const bool def = flags & IT_EVD_OVERFLOW_DEFAULT, notify = flags & IT_EVD_OVERFLOW_NOTIFY,
                    reset = flags & IT_EVD_OVERFLOW_AUTO_RESET;
@@ -175,7 +177,7 @@ it_status_t evd_create(it_ia_handle_t h, it_event_type_t stream, it_evd_flags_t 
     return IT_SUCCESS;
 }
 
-it_status_t evd_query(it_evd_handle_t h, it_evd_param_mask_t mask, it_evd_param_t *p) {
+it_status_t evd_query(it_evd_handle_t h, uint32_t mask, it_evd_param_t *p) {
     Evd *evd = as_evd(h);
     if (!evd) return IT_ERR_INVALID_EVD;
     if (mask & ~kAllEvdParams) return IT_ERR_INVALID_MASK;
@@ -203,7 +205,7 @@ it_status_t evd_query(it_evd_handle_t h, it_evd_param_mask_t mask, it_evd_param_
     return IT_SUCCESS;
 }
 
-it_status_t evd_modify(it_evd_handle_t h, it_evd_param_mask_t mask, const it_evd_param_t *p) {
+it_status_t evd_modify(it_evd_handle_t h, uint32_t mask, const it_evd_param_t *p) {
     Evd *evd = as_evd(h);
     if (!evd) return IT_ERR_INVALID_EVD;
     if (mask & ~kModifiableEvdParams) return IT_ERR_INVALID_MASK;
@@ -226,7 +228,7 @@ it_status_t evd_modify(it_evd_handle_t h, it_evd_param_mask_t mask, const it_evd
         // Everything is checked before anything changes: a failed call changes nothing.
         std::lock_guard lk(evd->mu);
         const bool enabled_after =
-            (mask & IT_EVD_PARAM_ENABLED) ? p->evd_enabled != IT_FALSE : evd->enabled;
+            (mask & IT_EVD_PARAM_ENABLED) ? raw(p->evd_enabled) != IT_FALSE : evd->enabled;
         if (relink && new_aevd != evd->aevd) {
             if (evd->callback) return IT_ERR_CALLBACK_EXISTS;
             // The SEVD is disabled and has no fd, and it may leave its AEVD only when that
@@ -253,7 +255,7 @@ it_status_t evd_modify(it_evd_handle_t h, it_evd_param_mask_t mask, const it_evd
         evd->qsize = qsize;
         evd->threshold = threshold;
         evd->q.reserve(qsize);
-        if ((mask & IT_EVD_PARAM_OVERFLOWED) && p->evd_overflowed == IT_FALSE) {
+        if ((mask & IT_EVD_PARAM_OVERFLOWED) && raw(p->evd_overflowed) == IT_FALSE) {
             // Clearing it re-enables the overflow event of the consumer-controlled mode
             // (IT-API L4384-L4391); a DTO stream's overflow stays uncorrectable.
             evd->overflowed = false;

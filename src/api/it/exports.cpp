@@ -74,7 +74,7 @@ IT_EXPORT it_status_t it_pz_free(it_pz_handle_t pz_handle) {
 }
 IT_EXPORT it_status_t it_pz_query(it_pz_handle_t pz_handle, it_pz_param_mask_t mask,
                                   it_pz_param_t *params) {
-    return guarded([&] { return pz_query(pz_handle, mask, params); });
+    return guarded([&] { return pz_query(pz_handle, raw(mask), params); });
 }
 
 // ------------------------------------------------------------------------------ EVD
@@ -84,17 +84,17 @@ IT_EXPORT it_status_t it_evd_create(it_ia_handle_t ia_handle, it_event_type_t ev
                                     size_t sevd_threshold, it_evd_handle_t aevd_handle,
                                     it_evd_handle_t *evd_handle, int *fd) {
     return guarded([&] {
-        return evd_create(ia_handle, event_number, evd_flag, sevd_queue_size, sevd_threshold,
-                          aevd_handle, evd_handle, fd);
+        return evd_create(ia_handle, raw(event_number), raw(evd_flag), sevd_queue_size,
+                          sevd_threshold, aevd_handle, evd_handle, fd);
     });
 }
 IT_EXPORT it_status_t it_evd_modify(it_evd_handle_t evd_handle, it_evd_param_mask_t mask,
                                     const it_evd_param_t *params) {
-    return guarded([&] { return evd_modify(evd_handle, mask, params); });
+    return guarded([&] { return evd_modify(evd_handle, raw(mask), params); });
 }
 IT_EXPORT it_status_t it_evd_query(it_evd_handle_t evd_handle, it_evd_param_mask_t mask,
                                    it_evd_param_t *params) {
-    return guarded([&] { return evd_query(evd_handle, mask, params); });
+    return guarded([&] { return evd_query(evd_handle, raw(mask), params); });
 }
 IT_EXPORT it_status_t it_evd_free(it_evd_handle_t evd_handle) {
     return guarded([&] { return evd_free(evd_handle); });

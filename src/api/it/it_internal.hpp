@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -140,6 +141,18 @@ struct Ia : Obj {
     using Obj::Obj;
 };
 
+// The bits of an enumeration value a C caller passed. A C enum holds any int; in C++ a
+// value outside the enumerators' range is undefined, so the library never loads one as
+// its enum type: masks, flags, stream numbers and booleans from the consumer are read as
+// their bytes and checked as integers.
+template <class E>
+inline uint32_t raw(const E &e) {
+    static_assert(sizeof(E) == sizeof(uint32_t));
+    uint32_t v;
+    std::memcpy(&v, &e, sizeof v);
+    return v;
+}
+
 // ------------------------------------------------------------------------------ handles.cpp
 
 // The one registry of live handles of this library. Heap-allocated so that a process
@@ -183,15 +196,15 @@ void ia_info_free(it_ia_info_t *info);
 
 it_status_t pz_create(it_ia_handle_t h, it_pz_handle_t *out);
 it_status_t pz_free(it_pz_handle_t h);
-it_status_t pz_query(it_pz_handle_t h, it_pz_param_mask_t mask, it_pz_param_t *p);
+it_status_t pz_query(it_pz_handle_t h, uint32_t mask, it_pz_param_t *p);
 void pz_free_now(Pz *pz);  // it_ia_free: whatever still names it
 
 // ------------------------------------------------------------------------------ evd.cpp
 
-it_status_t evd_create(it_ia_handle_t h, it_event_type_t stream, it_evd_flags_t flags, size_t qsize,
+it_status_t evd_create(it_ia_handle_t h, uint32_t stream, uint32_t flags, size_t qsize,
                        size_t threshold, it_evd_handle_t aevdh, it_evd_handle_t *out, int *fd);
-it_status_t evd_modify(it_evd_handle_t h, it_evd_param_mask_t mask, const it_evd_param_t *p);
-it_status_t evd_query(it_evd_handle_t h, it_evd_param_mask_t mask, it_evd_param_t *p);
+it_status_t evd_modify(it_evd_handle_t h, uint32_t mask, const it_evd_param_t *p);
+it_status_t evd_query(it_evd_handle_t h, uint32_t mask, it_evd_param_t *p);
 it_status_t evd_free(it_evd_handle_t h);
 // it_ia_free: every waiter has left (or the wait for them timed out).
 void evd_free_now(Evd *evd);

@@ -37,7 +37,7 @@ void pz_free_now(Pz *pz) {
     retire(pz);
 }
 
-it_status_t pz_query(it_pz_handle_t h, it_pz_param_mask_t mask, it_pz_param_t *p) {
+it_status_t pz_query(it_pz_handle_t h, uint32_t mask, it_pz_param_t *p) {
     Pz *pz = as_pz(h);
     if (!pz) return IT_ERR_INVALID_PZ;
     if (mask & ~(IT_PZ_PARAM_ALL | IT_PZ_PARAM_IA)) return IT_ERR_INVALID_MASK;
