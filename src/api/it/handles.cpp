@@ -8,15 +8,7 @@
 
 namespace softrnic::itapi {
 
-api::ObjectRegistry *g_handles = new api::ObjectRegistry;
-
-// dlclose with nothing live: release the quarantine so the library leaves nothing behind.
-__attribute__((destructor)) void release_handles_at_unload() {
-    if (g_handles && g_handles->live_count() == 0) {
-        delete g_handles;
-        g_handles = nullptr;
-    }
-}
+api::LibraryRegistry g_handles;
 
 void destroy_obj(void *p) {
     auto *o = static_cast<Obj *>(p);

@@ -1,7 +1,5 @@
 // Interfaces and IAs: it_interface_list, it_ia_create, it_ia_free, it_ia_query,
 // it_ia_info_free. See it_internal.hpp for what the sources share.
-#include <unistd.h>
-
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -13,7 +11,6 @@
 #include <vector>
 
 #include "it_internal.hpp"
-#include "softrnic/softrnic.h"
 
 namespace softrnic::itapi {
 
@@ -27,50 +24,22 @@ std::map<const it_ia_info_t *, InfoBlock *> &info_owners() {
     return *m;
 }
 
-// Releases the RNIC of a fully or partly created IA.
-void teardown(Ia *ia) {
-    ri_err_data_t e = 0;
-    if (ia->rnic) {
-        ri_rnic_free_hdl(ia->vp, ia->rnic, &e);
-        ia->rnic = nullptr;
+// The spigot's network addresses: the RNIC's port addresses.
+std::vector<it_net_addr_t> spigot_addresses(const api::RnicInstance::Attributes &a) {
+    std::vector<it_net_addr_t> out;
+    for (const in_addr &v4 : a.ipv4) {
+        it_net_addr_t n{};
+        n.addr_type = IT_IPV4;
+        n.addr.ipv4 = v4;
+        out.push_back(n);
     }
-    if (ia->vp) {
-        ri_rnic_close(ia->vp, &e);
-        softrnic_vp_destroy(ia->vp);
-        ia->vp = nullptr;
+    for (const in6_addr &v6 : a.ipv6) {
+        it_net_addr_t n{};
+        n.addr_type = IT_IPV6;
+        n.addr.ipv6 = v6;
+        out.push_back(n);
     }
-}
-
-// The RNIC's attributes and the network addresses of its one port (the spigot).
-void query_rnic(Ia *ia) {
-    uint_t size = 0;
-    ri_err_data_t e = 0;
-    ri_rnic_query(ia->rnic, RI_QUERY_RNIC_PORT_INFO, nullptr, &size, &e);  // asks the size
-    std::vector<uint64_t> buf(size / 8 + 1);
-    size = uint_t(buf.size() * 8);
-    auto *attr = reinterpret_cast<ri_rnic_attr_t *>(buf.data());
-    if (ri_rnic_query(ia->rnic, RI_QUERY_RNIC_PORT_INFO, attr, &size, &e) != RI_RET_SUCCESS) return;
-    ia->attr = *attr;
-    ia->attr.trans_attr.iwarp = nullptr;  // points into buf
-    const ri_iwarp_rnic_attr_t *iw =
-        attr->transport_type == RI_RDMA_TRANSPORT_TYPE_IWARP ? attr->trans_attr.iwarp : nullptr;
-    if (!iw) return;
-    ia->iwarp_flags = iw->iwarp_rnic_flags;
-    for (uint_t p = 0; iw->port_attrs && p < iw->num_ports; ++p) {
-        const ri_iwarp_port_attr_t &port = iw->port_attrs[p];
-        for (uint_t i = 0; i < port.num_ipv4_addrs; ++i) {
-            it_net_addr_t a{};
-            a.addr_type = IT_IPV4;
-            a.addr.ipv4 = port.ipv4_addrs[i];
-            ia->addrs.push_back(a);
-        }
-        for (uint_t i = 0; i < port.num_ipv6_addrs; ++i) {
-            it_net_addr_t a{};
-            a.addr_type = IT_IPV6;
-            a.addr.ipv6 = port.ipv6_addrs[i];
-            ia->addrs.push_back(a);
-        }
-    }
+    return out;
 }
 
 it_boolean_t tf(bool b) {
@@ -95,24 +64,14 @@ it_status_t ia_create(const char *name, uint32_t major, uint32_t minor, it_ia_ha
     ia->name = name;
     ia->major = major;
     ia->minor = minor;
-    static std::atomic<unsigned> seq{0};
-    ia->vp_name = "itapi-" + std::to_string(::getpid()) + "-" +
-                  std::to_string(seq.fetch_add(1, std::memory_order_relaxed));
-    if (softrnic_vp_create(ia->vp_name.c_str(), &ia->vp) != RI_RET_SUCCESS) return IT_ERR_RESOURCES;
-    ri_err_data_t e = 0;
-    if (ri_rnic_open(ia->vp, RI_PHYS_PAGE_LIST_MODE, ia.get(), &e) != RI_RET_SUCCESS) {
-        softrnic_vp_destroy(ia->vp);
-        ia->vp = nullptr;
-        return IT_ERR_RESOURCES;
-    }
-    // The consumer-serialised view, as the uDAPL provider opens it: the library serialises
-    // the calls on each critical object itself (RNICPI L1316-1363).
-    if (ri_rnic_get_hdl(ia->vp, RI_CONSUMER_LOCATION_KERNEL, &ia->rnic, nullptr, ia.get(), &e) !=
-        RI_RET_SUCCESS) {
-        teardown(ia.get());
-        return IT_ERR_RESOURCES;
-    }
-    query_rnic(ia.get());
+    // The consumer-serialised view (api::RnicInstance), as the uDAPL provider opens it.
+    if (!ia->dev.open("itapi", ia.get())) return IT_ERR_RESOURCES;
+    ia->rnic = ia->dev.rnic();
+    api::RnicInstance::Attributes attrs;
+    if (!ia->dev.query(attrs)) return IT_ERR_RESOURCES;
+    ia->attr = attrs.attr;
+    ia->iwarp_flags = attrs.iwarp_flags;
+    ia->addrs = spigot_addresses(attrs);
     handles().add(ia.get(), IT_HANDLE_TYPE_IA);
     *out = reinterpret_cast<it_ia_handle_t>(ia.release());
     return IT_SUCCESS;
@@ -161,7 +120,8 @@ it_status_t ia_free(it_ia_handle_t h) {
         }
         ia->infos.clear();
     }
-    teardown(ia);
+    ia->rnic = nullptr;
+    ia->dev.close();
     handles().retire(ia, destroy_obj);
     return IT_SUCCESS;
 }

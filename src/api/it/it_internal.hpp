@@ -23,6 +23,7 @@
 
 #include "api/common/event_queue.hpp"
 #include "api/common/object_registry.hpp"
+#include "api/common/rnic_instance.hpp"
 
 namespace softrnic::itapi {
 
@@ -125,10 +126,9 @@ struct InfoBlock {
 
 struct Ia : Obj {
     std::string name;
-    std::string vp_name;
     uint32_t major = kApiMajor, minor = kApiMinor;  // the version the consumer asked for
-    ri_vp_handle_t vp = nullptr;
-    ri_rnic_handle_t rnic = nullptr;
+    api::RnicInstance dev;                          // the RNIC instance: owns rnic
+    ri_rnic_handle_t rnic = nullptr;                // dev.rnic()
     ri_rnic_attr_t attr{};
     uint32_t iwarp_flags = 0;          // ri_iwarp_rnic_flags_t of the RNIC
     std::vector<it_net_addr_t> addrs;  // the spigot's network addresses
@@ -155,11 +155,10 @@ inline uint32_t raw(const E &e) {
 
 // ------------------------------------------------------------------------------ handles.cpp
 
-// The one registry of live handles of this library. Heap-allocated so that a process
-// exiting with IAs open never sees it destroyed.
-extern api::ObjectRegistry *g_handles;
+// The one registry of live handles of this library.
+extern api::LibraryRegistry g_handles;
 inline api::ObjectRegistry &handles() {
-    return *g_handles;
+    return *g_handles.registry;
 }
 template <class T>
 inline T *as(const void *h, it_handle_type_enum_t t) {
