@@ -659,4 +659,40 @@ TEST_F(ItEvd, EveryCallRejectsInvalidHandles_L1709) {
               IT_ERR_INVALID_AEVD);  // an SEVD is no AEVD
 }
 
+// IT-API L4551-L4562, L5391-L5397, L17312-L17321: several threads post to SEVDs feeding an
+// AEVD while one thread waits on the AEVD and takes every event, with either AEVD kind.
+TEST_F(ItEvd, PostersAndAnAevdWaiterLoseNothing_L5391) {
+    constexpr int kPosters = 4, kEach = 500;
+    for (bool notifications : {true, false}) {
+        it_evd_handle_t a = aevd(notifications ? IT_EVD_DEQUEUE_NOTIFICATIONS : kNoFlags);
+        it_evd_handle_t s[2] = {sw(kPosters * kEach, 1, a), sw(kPosters * kEach, 1, a)};
+        std::vector<std::thread> posters;
+        for (int t = 0; t < kPosters; ++t)
+            posters.emplace_back([&, t] {
+                for (int i = 0; i < kEach; ++i)
+                    ASSERT_EQ(it_evd_post_se(s[(t + i) % 2], nullptr), IT_SUCCESS);
+            });
+        int got = 0;
+        const auto give_up = Clock::now() + 30s;
+        while (got < kPosters * kEach && Clock::now() < give_up) {
+            it_event_t ev{};
+            size_t nmore = 0;
+            if (it_evd_wait(a, 100000, &ev, &nmore) != IT_SUCCESS) continue;
+            if (!notifications) {
+                ++got;
+                continue;
+            }
+            ASSERT_EQ(ev.event_number, IT_AEVD_NOTIFICATION_EVENT);
+            while (it_evd_dequeue(ev.aevd_notify.sevd, &ev) == IT_SUCCESS)
+                ++got;
+        }
+        for (auto &t : posters)
+            t.join();
+        EXPECT_EQ(got, kPosters * kEach) << (notifications ? "notifications" : "direct");
+        for (it_evd_handle_t e : s)
+            ASSERT_EQ(it_evd_free(e), IT_SUCCESS);
+        ASSERT_EQ(it_evd_free(a), IT_SUCCESS);
+    }
+}
+
 }  // namespace

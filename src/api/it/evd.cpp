@@ -141,6 +141,7 @@ it_status_t evd_create(it_ia_handle_t h, uint32_t stream_bits, uint32_t flag_bit
     auto evd = std::make_unique<Evd>(IT_HANDLE_TYPE_EVD, ia);
     evd->stream = stream;
     evd->flags = flags;
+    evd->notifications = aggregate && (flags & IT_EVD_DEQUEUE_NOTIFICATIONS);
     evd->qsize = actual;
     evd->threshold = aggregate ? 0 : threshold;
     evd->rnic = ia->rnic;

@@ -73,7 +73,10 @@ struct Slot {
 // a producer holds one SEVD lock at a time and takes its AEVD's afterwards, unnested.
 struct Evd : Obj, api::EventQueue<Slot> {
     it_event_type_t stream = IT_DTO_EVENT_STREAM;  // IT_AEVD_NOTIFICATION_EVENT_STREAM: AEVD
-    it_evd_flags_t flags{};
+    it_evd_flags_t flags{};  // guarded by mu (closing the fd clears IT_EVD_CREATE_FD)
+    // AEVD: IT_EVD_DEQUEUE_NOTIFICATIONS, fixed at creation (read by its SEVDs' threads
+    // without this EVD's lock).
+    bool notifications = false;
     size_t qsize = 0;      // SEVD: actual queue size
     size_t threshold = 0;  // SEVD: IT_THRESHOLD_DISABLE or 1..qsize
     bool enabled = true;   // notifies its AEVD, fd or callback
@@ -107,7 +110,7 @@ struct Evd : Obj, api::EventQueue<Slot> {
     using Obj::Obj;
 
     bool aggregate() const { return stream == IT_AEVD_NOTIFICATION_EVENT_STREAM; }
-    bool dequeue_notifications() const { return (flags & IT_EVD_DEQUEUE_NOTIFICATIONS) != 0; }
+    bool dequeue_notifications() const { return notifications; }
     bool has_fd() const { return (flags & IT_EVD_CREATE_FD) != 0; }
     // SEVD, caller holds mu (IT-API L4508-L4510).
     bool in_criteria() const {
