@@ -449,6 +449,31 @@ TEST_F(ItEvd, AevdWithoutNotificationsHandsOutSevdEvents_L4444) {
     EXPECT_EQ(it_evd_dequeue(a, &ev), IT_ERR_QUEUE_EMPTY);
 }
 
+// IT-API L5080-L5084, L4551-L4562: a disabled SEVD does not notify its AEVD; enabling it
+// while in its criteria does. The AEVD's own fd is readable while it has a notification,
+// and an enabled AEVD with an fd cannot be waited on (IT-API L5341-L5347).
+TEST_F(ItEvd, EnablingAnSevdInItsCriteriaNotifiesTheAevdAndItsFd_L5082) {
+    int fd = -1;
+    it_evd_handle_t a = aevd(it_evd_flags_t(IT_EVD_DEQUEUE_NOTIFICATIONS | IT_EVD_CREATE_FD), &fd);
+    ASSERT_GE(fd, 0);
+    it_evd_handle_t s = sw(4, 1, a);
+    enable(s, false);
+    ASSERT_EQ(it_evd_post_se(s, nullptr), IT_SUCCESS);
+    it_event_t ev{};
+    size_t nmore = 0;
+    EXPECT_EQ(it_evd_dequeue(a, &ev), IT_ERR_QUEUE_EMPTY);
+    EXPECT_FALSE(readable(fd));
+    enable(s, true);
+    EXPECT_TRUE(readable(fd));
+    EXPECT_EQ(it_evd_wait(a, 0, &ev, &nmore), IT_ERR_INVALID_EVD_STATE);
+    ASSERT_EQ(it_evd_dequeue(a, &ev), IT_SUCCESS);
+    EXPECT_EQ(ev.aevd_notify.sevd, s);
+    ASSERT_EQ(it_evd_dequeue(s, &ev), IT_SUCCESS);
+    EXPECT_FALSE(readable(fd));
+    enable(a, false);  // a disabled AEVD may be waited on
+    EXPECT_EQ(it_evd_wait(a, 0, &ev, &nmore), IT_ERR_TIMEOUT_EXPIRED);
+}
+
 // IT-API L5350-L5354: waiting on an SEVD that is enabled to notify its AEVD is refused;
 // disabled it may be waited on.
 TEST_F(ItEvd, WaitOnAnEnabledFeedingSevdIsRefused_L5350) {

@@ -190,6 +190,13 @@ void aevd_update_fd(Evd *aevd) {
     if (aevd->has_fd()) aevd->fd_ready(aevd->enabled && aevd_ready_locked(aevd));
 }
 
+void aevd_refresh_fd(Evd *aevd) {
+    // Still the AEVD of a live SEVD when read; a detach or free racing with this leaves a
+    // retired EVD in the quarantine, whose lock and fd are still there.
+    std::lock_guard lk(aevd->mu);
+    if (!aevd->dead) aevd_update_fd(aevd);
+}
+
 void aevd_notify(Evd *aevd, Evd *sevd) {
     {
         std::lock_guard alk(aevd->mu);
@@ -228,14 +235,20 @@ it_status_t evd_dequeue(it_evd_handle_t h, it_event_t *event) {
         aevd_after_take_locked(evd);
         return got ? IT_SUCCESS : IT_ERR_QUEUE_EMPTY;
     }
-    std::lock_guard lk(evd->mu);
-    // Not from an SEVD whose AEVD hands out its events itself (IT-API L4820-L4832).
-    if (evd->aevd && !evd->aevd->dequeue_notifications()) return IT_ERR_INVALID_EVD_STATE;
-    if (evd->q.empty()) {
-        if (evd->callback) evd->callback_armed = true;
-        return IT_ERR_QUEUE_EMPTY;  // IT-API L4838
+    Evd *fed = nullptr;
+    {
+        std::lock_guard lk(evd->mu);
+        // Not from an SEVD whose AEVD hands out its events itself (IT-API L4820-L4832).
+        if (evd->aevd && !evd->aevd->dequeue_notifications()) return IT_ERR_INVALID_EVD_STATE;
+        if (evd->q.empty()) {
+            if (evd->callback) evd->callback_armed = true;
+            return IT_ERR_QUEUE_EMPTY;  // IT-API L4838
+        }
+        pop_locked(evd, event);
+        fed = evd->aevd;
     }
-    pop_locked(evd, event);
+    // The AEVD's fd may owe its readiness to this SEVD alone.
+    if (fed) aevd_refresh_fd(fed);
     return IT_SUCCESS;
 }
 

@@ -233,6 +233,8 @@ Evd *sevd_notify_targets(Evd *sevd);
 void aevd_notify(Evd *aevd, Evd *sevd);
 // Recomputes an AEVD's fd readiness; caller holds aevd->mu (and no SEVD lock).
 void aevd_update_fd(Evd *aevd);
+// The same, taking the AEVD's lock (after a dequeue from one of its SEVDs).
+void aevd_refresh_fd(Evd *aevd);
 it_status_t evd_dequeue(it_evd_handle_t h, it_event_t *event);
 it_status_t evd_wait(it_evd_handle_t h, uint64_t timeout_us, it_event_t *event, size_t *nmore);
 it_status_t evd_post_se(it_evd_handle_t h, const void *event);
