@@ -60,8 +60,8 @@ class ItEvd : public ::testing::Test {
     it_ia_handle_t ia = nullptr;
 };
 
-// IT-API L4199-L4330: an SEVD of each stream, and an AEVD.
-TEST_F(ItEvd, CreatesAnSevdOfEachStreamAndAnAevd_L4346) {
+// IT-API L4318-L4320: an SEVD of each stream, and an AEVD.
+TEST_F(ItEvd, CreatesAnSevdOfEachStreamAndAnAevd_L4318) {
     for (it_event_type_t s :
          {IT_DTO_EVENT_STREAM, IT_CM_REQ_EVENT_STREAM, IT_CM_MSG_EVENT_STREAM,
           IT_ASYNC_AFF_EVENT_STREAM, IT_ASYNC_UNAFF_EVENT_STREAM, IT_SOFTWARE_EVENT_STREAM}) {
@@ -89,7 +89,7 @@ TEST_F(ItEvd, CreatesAnSevdOfEachStreamAndAnAevd_L4346) {
     EXPECT_EQ(p.evd_bound, IT_FALSE);
 }
 
-// IT-API L4546-L4549, L4534-L4536, L4467-L4476 (digest behaviour 30).
+// IT-API L4549, L4536, L4470-L4476 (digest behaviour 30).
 TEST_F(ItEvd, CreateRejectsBadCombinations_L4472) {
     it_evd_handle_t e = nullptr, a = aevd(IT_EVD_DEQUEUE_NOTIFICATIONS);
     int fd = -1;
@@ -115,7 +115,7 @@ TEST_F(ItEvd, CreateRejectsBadCombinations_L4472) {
               IT_SUCCESS);
 }
 
-// IT-API L4525-L4527 (digest behaviour 31), L4478-L4481.
+// IT-API L4525-L4527 (digest behaviour 31), L4485.
 TEST_F(ItEvd, CreateChecksThresholdAndQueueSize_L4525) {
     it_evd_handle_t e = nullptr;
     EXPECT_EQ(it_evd_create(ia, IT_DTO_EVENT_STREAM, kNoFlags, 4, 5, nullptr, &e, nullptr),
@@ -148,8 +148,8 @@ TEST_F(ItEvd, OneAsyncSevdOfEachKindPerIa_L4327) {
               IT_SUCCESS);
 }
 
-// IT-API L4838 (digest behaviour 32), L5127-L5175 (36): software events round-trip.
-TEST_F(ItEvd, PostSeThenDequeueReturnsTheEventsInOrder_L5158) {
+// IT-API L4838 (digest behaviour 32), L5153-L5156 (36): software events round-trip.
+TEST_F(ItEvd, PostSeThenDequeueReturnsTheEventsInOrder_L5153) {
     it_evd_handle_t e = sw(4);
     it_event_t ev{};
     EXPECT_EQ(it_evd_dequeue(e, &ev), IT_ERR_QUEUE_EMPTY);
@@ -165,9 +165,9 @@ TEST_F(ItEvd, PostSeThenDequeueReturnsTheEventsInOrder_L5158) {
     EXPECT_EQ(it_evd_dequeue(e, &ev), IT_ERR_QUEUE_EMPTY);
 }
 
-// IT-API L5163-L5165, L5173-L5175 (digest behaviour 36): a full software SEVD refuses,
+// IT-API L5158-L5160 (digest behaviour 36): a full software SEVD refuses,
 // never overflows, and the affiliated SEVD hears nothing of it.
-TEST_F(ItEvd, PostSeOnAFullQueueIsRefusedWithoutOverflow_L5163) {
+TEST_F(ItEvd, PostSeOnAFullQueueIsRefusedWithoutOverflow_L5158) {
     it_evd_handle_t aff = nullptr;
     ASSERT_EQ(it_evd_create(ia, IT_ASYNC_AFF_EVENT_STREAM, IT_EVD_OVERFLOW_DEFAULT, 4, 1, nullptr,
                             &aff, nullptr),
@@ -194,8 +194,8 @@ TEST_F(ItEvd, PostSeOnANonSoftwareEvdIsInvalid_L5173) {
     EXPECT_EQ(it_evd_post_se(nullptr, nullptr), IT_ERR_INVALID_EVD);
 }
 
-// IT-API L5401-L5405 (digest behaviour 33): an empty SEVD times out, nmore 0, in bounded time.
-TEST_F(ItEvd, WaitTimesOutOnAnEmptySevd_L5401) {
+// IT-API L5402-L5405 (digest behaviour 33): an empty SEVD times out, nmore 0, in bounded time.
+TEST_F(ItEvd, WaitTimesOutOnAnEmptySevd_L5402) {
     it_evd_handle_t e = sw();
     it_event_t ev{};
     size_t nmore = 99;
@@ -210,8 +210,8 @@ TEST_F(ItEvd, WaitTimesOutOnAnEmptySevd_L5401) {
     EXPECT_EQ(nmore, 0u);
 }
 
-// IT-API L5384-L5386, L5390-L5393: an event queued returns at once, with nmore.
-TEST_F(ItEvd, WaitReturnsAQueuedEventAndNmore_L5384) {
+// IT-API L5368-L5369, L5325-L5326: an event queued returns at once, with nmore.
+TEST_F(ItEvd, WaitReturnsAQueuedEventAndNmore_L5368) {
     it_evd_handle_t e = sw(4);
     int x = 0;
     ASSERT_EQ(it_evd_post_se(e, &x), IT_SUCCESS);
@@ -223,8 +223,8 @@ TEST_F(ItEvd, WaitReturnsAQueuedEventAndNmore_L5384) {
     EXPECT_EQ(nmore, 1u);
 }
 
-// IT-API L5364-L5366: a waiter blocked on an empty SEVD wakes when an event arrives.
-TEST_F(ItEvd, WaitWakesWhenAnEventIsPosted_L5364) {
+// IT-API L5377-L5378: a waiter blocked on an empty SEVD wakes when an event arrives.
+TEST_F(ItEvd, WaitWakesWhenAnEventIsPosted_L5377) {
     it_evd_handle_t e = sw(4);
     int x = 0;
     std::thread poster([&] {
@@ -241,8 +241,8 @@ TEST_F(ItEvd, WaitWakesWhenAnEventIsPosted_L5364) {
     poster.join();
 }
 
-// IT-API L5355-L5358 (digest behaviour 34): above threshold 1, one waiter only; at 1, many.
-TEST_F(ItEvd, SecondWaiterAboveThresholdOneIsRefused_L5355) {
+// IT-API L5355-L5360 (digest behaviour 34): above threshold 1, one waiter only; at 1, many.
+TEST_F(ItEvd, SecondWaiterAboveThresholdOneIsRefused_L5357) {
     it_evd_handle_t e = nullptr;
     ASSERT_EQ(it_evd_create(ia, IT_DTO_EVENT_STREAM, kNoFlags, 8, 2, nullptr, &e, nullptr),
               IT_SUCCESS);
@@ -282,7 +282,7 @@ TEST_F(ItEvd, SecondWaiterAboveThresholdOneIsRefused_L5355) {
     EXPECT_EQ(got.load(), 3);
 }
 
-// IT-API L5386-L5389, L5923-L5924 (digest behaviour 40): freeing the IA unblocks waiters.
+// IT-API L5923-L5924 (digest behaviour 40): freeing the IA unblocks waiters.
 TEST(ItEvdAbort, IaFreeUnblocksAWaiter_L5923) {
     it_ia_handle_t ia = nullptr;
     ASSERT_EQ(it_ia_create("softrnic", 2, 1, &ia), IT_SUCCESS);
@@ -307,8 +307,8 @@ TEST(ItEvdAbort, IaFreeUnblocksAWaiter_L5923) {
     EXPECT_EQ(st, IT_ERR_ABORT);
 }
 
-// IT-API L5384-L5389: it_evd_free on an EVD with a waiter: the waiter gets IT_ERR_ABORT.
-TEST_F(ItEvd, FreeUnblocksAWaiterWithAbort_L5388) {
+// IT-API L5426, L5488-L5490: it_evd_free on an EVD with a waiter: the waiter gets IT_ERR_ABORT.
+TEST_F(ItEvd, FreeUnblocksAWaiterWithAbort_L5426) {
     it_evd_handle_t e = sw();
     std::atomic<bool> started{false};
     it_status_t st = IT_SUCCESS;
@@ -326,9 +326,9 @@ TEST_F(ItEvd, FreeUnblocksAWaiterWithAbort_L5388) {
     EXPECT_EQ(st, IT_ERR_ABORT);
 }
 
-// IT-API L4538-L4544, L5340-L5347: the fd polls readable when an event is ready; waiting
+// IT-API L4539-L4544, L5344-L5347: the fd polls readable when an event is ready; waiting
 // needs the EVD disabled first.
-TEST_F(ItEvd, FdIsReadableWhenAnEventIsReady_L4538) {
+TEST_F(ItEvd, FdIsReadableWhenAnEventIsReady_L4541) {
     it_evd_handle_t e = nullptr;
     int fd = -1;
     ASSERT_EQ(it_evd_create(ia, IT_SOFTWARE_EVENT_STREAM, IT_EVD_CREATE_FD, 4, 1, nullptr, &e, &fd),
@@ -349,8 +349,8 @@ TEST_F(ItEvd, FdIsReadableWhenAnEventIsReady_L4538) {
     EXPECT_EQ(it_evd_wait(e, 0, &ev, &nmore), IT_SUCCESS);
 }
 
-// IT-API L4538-L4544: a thread blocked in poll() wakes when an event is posted.
-TEST_F(ItEvd, PollWakesWhenAnEventIsPosted_L4542) {
+// IT-API L4541: a thread blocked in poll() wakes when an event is posted.
+TEST_F(ItEvd, PollWakesWhenAnEventIsPosted_L4541) {
     it_evd_handle_t e = nullptr;
     int fd = -1;
     ASSERT_EQ(it_evd_create(ia, IT_SOFTWARE_EVENT_STREAM, IT_EVD_CREATE_FD, 4, 1, nullptr, &e, &fd),
@@ -381,9 +381,9 @@ TEST_F(ItEvd, ClosingTheFdDetachesIt_L5065) {
     EXPECT_EQ(it_evd_wait(e, 0, &ev, &nmore), IT_SUCCESS);
 }
 
-// IT-API L4551-L4562, L5455-L5463: an SEVD feeding an AEVD that dequeues notifications
+// IT-API L4564-L4566, L4422-L4427: an SEVD feeding an AEVD that dequeues notifications
 // posts IT_AEVD_NOTIFICATION_EVENT; the event itself is dequeued from the SEVD.
-TEST_F(ItEvd, SevdNotifiesItsAevd_L4551) {
+TEST_F(ItEvd, SevdNotifiesItsAevd_L4564) {
     it_evd_handle_t a = aevd(IT_EVD_DEQUEUE_NOTIFICATIONS);
     it_evd_handle_t s = sw(4, 1, a);
     EXPECT_EQ(query(s).aevid, a);
@@ -412,8 +412,8 @@ TEST_F(ItEvd, AnUndrainedSevdNotifiesAgain_L5458) {
     EXPECT_EQ(ev.aevd_notify.sevd, s);
 }
 
-// IT-API L5359-L5363, L5391-L5397: a waiter on the AEVD wakes for an SEVD's event.
-TEST_F(ItEvd, AevdWaiterWakesForAnSevdEvent_L5393) {
+// IT-API L5373-L5374: a waiter on the AEVD wakes for an SEVD's event.
+TEST_F(ItEvd, AevdWaiterWakesForAnSevdEvent_L5373) {
     it_evd_handle_t a = aevd(IT_EVD_DEQUEUE_NOTIFICATIONS);
     it_evd_handle_t s = sw(4, 1, a);
     std::thread poster([&] {
@@ -427,10 +427,10 @@ TEST_F(ItEvd, AevdWaiterWakesForAnSevdEvent_L5393) {
     poster.join();
 }
 
-// IT-API L4444-L4446, L4820-L4832 (digest behaviour 35): an AEVD without
+// IT-API L4445-L4447, L4430 (digest behaviour 35): an AEVD without
 // IT_EVD_DEQUEUE_NOTIFICATIONS hands out the SEVD's events; the SEVD itself cannot be
 // waited on or dequeued from, even disabled.
-TEST_F(ItEvd, AevdWithoutNotificationsHandsOutSevdEvents_L4444) {
+TEST_F(ItEvd, AevdWithoutNotificationsHandsOutSevdEvents_L4445) {
     it_evd_handle_t a = aevd(kNoFlags);
     it_evd_handle_t s1 = sw(4, 1, a), s2 = sw(4, 1, a);
     int x = 1, y = 2;
@@ -449,10 +449,10 @@ TEST_F(ItEvd, AevdWithoutNotificationsHandsOutSevdEvents_L4444) {
     EXPECT_EQ(it_evd_dequeue(a, &ev), IT_ERR_QUEUE_EMPTY);
 }
 
-// IT-API L5080-L5084, L4551-L4562: a disabled SEVD does not notify its AEVD; enabling it
+// IT-API L5084, L5040: a disabled SEVD does not notify its AEVD; enabling it
 // while in its criteria does. The AEVD's own fd is readable while it has a notification,
 // and an enabled AEVD with an fd cannot be waited on (IT-API L5341-L5347).
-TEST_F(ItEvd, EnablingAnSevdInItsCriteriaNotifiesTheAevdAndItsFd_L5082) {
+TEST_F(ItEvd, EnablingAnSevdInItsCriteriaNotifiesTheAevdAndItsFd_L5084) {
     int fd = -1;
     it_evd_handle_t a = aevd(it_evd_flags_t(IT_EVD_DEQUEUE_NOTIFICATIONS | IT_EVD_CREATE_FD), &fd);
     ASSERT_GE(fd, 0);
@@ -474,9 +474,9 @@ TEST_F(ItEvd, EnablingAnSevdInItsCriteriaNotifiesTheAevdAndItsFd_L5082) {
     EXPECT_EQ(it_evd_wait(a, 0, &ev, &nmore), IT_ERR_TIMEOUT_EXPIRED);
 }
 
-// IT-API L5350-L5354: waiting on an SEVD that is enabled to notify its AEVD is refused;
+// IT-API L5344-L5347: waiting on an SEVD that is enabled to notify its AEVD is refused;
 // disabled it may be waited on.
-TEST_F(ItEvd, WaitOnAnEnabledFeedingSevdIsRefused_L5350) {
+TEST_F(ItEvd, WaitOnAnEnabledFeedingSevdIsRefused_L5344) {
     it_evd_handle_t a = aevd(IT_EVD_DEQUEUE_NOTIFICATIONS);
     it_evd_handle_t s = sw(4, 1, a);
     it_event_t ev{};
@@ -486,8 +486,8 @@ TEST_F(ItEvd, WaitOnAnEnabledFeedingSevdIsRefused_L5350) {
     EXPECT_EQ(it_evd_wait(s, 0, &ev, &nmore), IT_ERR_TIMEOUT_EXPIRED);
 }
 
-// IT-API L5029-L5040: an SEVD moves between AEVDs only disabled and without an fd.
-TEST_F(ItEvd, ModifyMovesADisabledSevdToAnotherAevd_L5029) {
+// IT-API L5048-L5054: an SEVD moves between AEVDs only disabled and without an fd.
+TEST_F(ItEvd, ModifyMovesADisabledSevdToAnotherAevd_L5048) {
     it_evd_handle_t a1 = aevd(IT_EVD_DEQUEUE_NOTIFICATIONS), a2 = aevd(kNoFlags);
     it_evd_handle_t s = sw(4, 1, a1);
     it_evd_param_t p{};
@@ -532,8 +532,8 @@ TEST_F(ItEvd, ModifyQueueSizeAndThreshold_L5073) {
     EXPECT_EQ(query(e).sevd_threshold, 1u);
 }
 
-// IT-API L5011-L5018, L5080-L5100: masks.
-TEST_F(ItEvd, ModifyAndQueryMasks_L5011) {
+// IT-API L5028-L5033, L5113, L5284: masks.
+TEST_F(ItEvd, ModifyAndQueryMasks_L5028) {
     it_evd_handle_t a = aevd(kNoFlags), s = sw();
     it_evd_param_t p{};
     p.sevd_threshold = 1;
@@ -565,8 +565,8 @@ TEST_F(ItEvd, FreeOfAnAevdWithFeedersIsBusy_L4917) {
     EXPECT_EQ(it_evd_dequeue(s, &ev), IT_ERR_INVALID_EVD);
 }
 
-// IT-API L4045-L4106: a callback is invoked once the criteria come, after a full drain.
-TEST_F(ItEvd, CallbackRunsWhenTheCriteriaCome_L4066) {
+// IT-API L4063-L4071: a callback is invoked once the criteria come, after a full drain.
+TEST_F(ItEvd, CallbackRunsWhenTheCriteriaCome_L4064) {
     if (::geteuid() != 0) GTEST_SKIP() << "callbacks need a Privileged Consumer (euid 0)";
     it_evd_handle_t e = sw(4, 2);
     static std::atomic<int> calls{0};
@@ -594,10 +594,10 @@ TEST_F(ItEvd, CallbackRunsWhenTheCriteriaCome_L4066) {
     EXPECT_EQ(it_evd_callback_detach(e), IT_ERR_INVALID_EVD_STATE);
 }
 
-// IT-API L4924-L4928, L5924-L5926: freeing the EVD, or its IA, while its callback runs
+// IT-API L4936-L4938, L5925-L5926: freeing the EVD, or its IA, while its callback runs
 // fails with IT_ERR_INVALID_EVD_STATE; detaching from inside the callback is allowed
-// (IT-API L4133-L4135).
-TEST_F(ItEvd, FreeWhileTheCallbackRunsIsRefused_L4924) {
+// (IT-API L4171-L4172).
+TEST_F(ItEvd, FreeWhileTheCallbackRunsIsRefused_L4936) {
     if (::geteuid() != 0) GTEST_SKIP() << "callbacks need a Privileged Consumer (euid 0)";
     struct Seen {
         it_ia_handle_t ia;
@@ -619,8 +619,8 @@ TEST_F(ItEvd, FreeWhileTheCallbackRunsIsRefused_L4924) {
     EXPECT_EQ(it_evd_free(e), IT_SUCCESS);
 }
 
-// IT-API L4055-L4058: no callback on an SEVD feeding an AEVD, or on an EVD with an fd.
-TEST_F(ItEvd, CallbackNotWithAnotherMechanism_L4055) {
+// IT-API L4053-L4056: no callback on an SEVD feeding an AEVD, or on an EVD with an fd.
+TEST_F(ItEvd, CallbackNotWithAnotherMechanism_L4053) {
     if (::geteuid() != 0) GTEST_SKIP() << "callbacks need a Privileged Consumer (euid 0)";
     auto cb = [](it_evd_handle_t, void *) {};
     it_evd_handle_t s = sw(4, 1, aevd(kNoFlags));
@@ -633,9 +633,9 @@ TEST_F(ItEvd, CallbackNotWithAnotherMechanism_L4055) {
     EXPECT_EQ(it_evd_callback_attach(nullptr, cb, nullptr), IT_ERR_INVALID_EVD);
 }
 
-// IT-API L4045-L4047, L1728-L1741: a non-privileged consumer (effective uid not 0) gets
+// IT-API L4045-L4047, L1734: a non-privileged consumer (effective uid not 0) gets
 // IT_ERR_NO_PERMISSION; checked in a child that gives up root.
-TEST_F(ItEvd, CallbackNeedsAPrivilegedConsumer_L4047) {
+TEST_F(ItEvd, CallbackNeedsAPrivilegedConsumer_L4045) {
     it_evd_handle_t e = sw();
     auto cb = [](it_evd_handle_t, void *) {};
     if (::geteuid() != 0) {
@@ -657,8 +657,8 @@ TEST_F(ItEvd, CallbackNeedsAPrivilegedConsumer_L4047) {
     EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
-// IT-API L1709-L1717: every EVD call on a NULL, freed or forged handle.
-TEST_F(ItEvd, EveryCallRejectsInvalidHandles_L1709) {
+// IT-API L1713: every EVD call on a NULL, freed or forged handle.
+TEST_F(ItEvd, EveryCallRejectsInvalidHandles_L1713) {
     it_evd_handle_t freed = sw();
     ASSERT_EQ(it_evd_free(freed), IT_SUCCESS);
     alignas(16) unsigned char junk[512] = {};
@@ -684,9 +684,9 @@ TEST_F(ItEvd, EveryCallRejectsInvalidHandles_L1709) {
               IT_ERR_INVALID_AEVD);  // an SEVD is no AEVD
 }
 
-// IT-API L4551-L4562, L5391-L5397, L17312-L17321: several threads post to SEVDs feeding an
+// IT-API L5370-L5374, L4564-L4566: several threads post to SEVDs feeding an
 // AEVD while one thread waits on the AEVD and takes every event, with either AEVD kind.
-TEST_F(ItEvd, PostersAndAnAevdWaiterLoseNothing_L5391) {
+TEST_F(ItEvd, PostersAndAnAevdWaiterLoseNothing_L5370) {
     constexpr int kPosters = 4, kEach = 500;
     for (bool notifications : {true, false}) {
         it_evd_handle_t a = aevd(notifications ? IT_EVD_DEQUEUE_NOTIFICATIONS : kNoFlags);

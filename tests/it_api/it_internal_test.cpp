@@ -68,9 +68,9 @@ class ItInternal : public ::testing::Test {
     it_ia_handle_t ia = nullptr;
 };
 
-// IT-API L4384-L4391, L12988-L12991: a CM message SEVD with the default overflow behaviour
+// IT-API L4407-L4408, L4393-L4396: a CM message SEVD with the default overflow behaviour
 // reports each overflow on the affiliated SEVD and re-arms once room is made.
-TEST_F(ItInternal, DefaultOverflowNotifiesAndAutoResets_L4384) {
+TEST_F(ItInternal, DefaultOverflowNotifiesAndAutoResets_L4407) {
     it_evd_handle_t aff = sevd(IT_ASYNC_AFF_EVENT_STREAM, IT_EVD_OVERFLOW_DEFAULT, 8);
     it_evd_handle_t cm = sevd(IT_CM_MSG_EVENT_STREAM, IT_EVD_OVERFLOW_DEFAULT, 2);
     ASSERT_TRUE(produce(cm));
@@ -91,9 +91,9 @@ TEST_F(ItInternal, DefaultOverflowNotifiesAndAutoResets_L4384) {
     EXPECT_EQ(drain(aff), 1);
 }
 
-// IT-API L4386-L4391, L5048-L5049: consumer-controlled mode re-arms only when
+// IT-API L4409-L4411: consumer-controlled mode re-arms only when
 // it_evd_modify clears evd_overflowed.
-TEST_F(ItInternal, ConsumerControlledOverflowNeedsTheClear_L4389) {
+TEST_F(ItInternal, ConsumerControlledOverflowNeedsTheClear_L4409) {
     it_evd_handle_t aff = sevd(IT_ASYNC_AFF_EVENT_STREAM, IT_EVD_OVERFLOW_DEFAULT, 8);
     it_evd_handle_t cm = sevd(IT_CM_MSG_EVENT_STREAM, IT_EVD_OVERFLOW_NOTIFY, 1);
     ASSERT_TRUE(produce(cm));
@@ -113,8 +113,8 @@ TEST_F(ItInternal, ConsumerControlledOverflowNeedsTheClear_L4389) {
     EXPECT_TRUE(overflowed(cm));
 }
 
-// IT-API L4372-L4377, L13673-L13682: a DTO SEVD's overflow cannot be corrected.
-TEST_F(ItInternal, DtoOverflowDropsForever_L4375) {
+// IT-API L4373-L4377: a DTO SEVD's overflow cannot be corrected.
+TEST_F(ItInternal, DtoOverflowDropsForever_L4373) {
     it_evd_handle_t aff = sevd(IT_ASYNC_AFF_EVENT_STREAM, IT_EVD_OVERFLOW_DEFAULT, 8);
     it_evd_handle_t dto = sevd(IT_DTO_EVENT_STREAM, IT_EVD_OVERFLOW_DEFAULT, 1);
     ASSERT_TRUE(produce(dto));
@@ -125,9 +125,9 @@ TEST_F(ItInternal, DtoOverflowDropsForever_L4375) {
     EXPECT_EQ(drain(aff), 1);
 }
 
-// IT-API L4378-L4383: the affiliated SEVD's overflow goes to the unaffiliated one; the
+// IT-API L4393-L4399: the affiliated SEVD's overflow goes to the unaffiliated one; the
 // unaffiliated one's is never reported.
-TEST_F(ItInternal, AsyncOverflowChain_L4381) {
+TEST_F(ItInternal, AsyncOverflowChain_L4393) {
     it_evd_handle_t unaff = sevd(IT_ASYNC_UNAFF_EVENT_STREAM, IT_EVD_OVERFLOW_DEFAULT, 1);
     it_evd_handle_t aff = sevd(IT_ASYNC_AFF_EVENT_STREAM, IT_EVD_OVERFLOW_DEFAULT, 1);
     ASSERT_TRUE(produce(aff));
@@ -141,8 +141,8 @@ TEST_F(ItInternal, AsyncOverflowChain_L4381) {
     EXPECT_EQ(drain(aff), 1);
 }
 
-// IT-API L4380-L4382: with IT_EVD_OVERFLOW_NOTIFY clear, overflow sets the state only.
-TEST_F(ItInternal, OverflowWithoutNotifyPostsNothing_L4380) {
+// IT-API L4473: with IT_EVD_OVERFLOW_NOTIFY clear, overflow sets the state only.
+TEST_F(ItInternal, OverflowWithoutNotifyPostsNothing_L4473) {
     it_evd_handle_t aff = sevd(IT_ASYNC_AFF_EVENT_STREAM, IT_EVD_OVERFLOW_DEFAULT, 8);
     it_evd_handle_t cm = sevd(IT_CM_MSG_EVENT_STREAM, 0, 1);
     ASSERT_TRUE(produce(cm));
@@ -151,9 +151,9 @@ TEST_F(ItInternal, OverflowWithoutNotifyPostsNothing_L4380) {
     EXPECT_EQ(drain(aff), 0);
 }
 
-// IT-API L4500-L4529: DTO non-notification events wake a waiter only at the threshold; a
+// IT-API L4500-L4527: DTO non-notification events wake a waiter only at the threshold; a
 // Notification Event wakes at once; the fd follows the same criteria.
-TEST_F(ItInternal, ThresholdAndNotificationCriteria_L4508) {
+TEST_F(ItInternal, ThresholdAndNotificationCriteria_L4523) {
     int fd = -1;
     it_evd_handle_t dto = sevd(IT_DTO_EVENT_STREAM, IT_EVD_CREATE_FD, 8, 3, &fd);
     it_evd_param_t p{};
@@ -183,8 +183,8 @@ TEST_F(ItInternal, ThresholdAndNotificationCriteria_L4508) {
     EXPECT_EQ(it_evd_wait(dto, 0, &ev, &nmore), IT_ERR_TIMEOUT_EXPIRED);
 }
 
-// IT-API L10302-L10305 (digest behaviour 26): a PZ something names is busy.
-TEST_F(ItInternal, PzBusyWhileReferenced_L10302) {
+// IT-API L10305 (digest behaviour 26): a PZ something names is busy.
+TEST_F(ItInternal, PzBusyWhileReferenced_L10305) {
     it_pz_handle_t pz = nullptr;
     ASSERT_EQ(it_pz_create(ia, &pz), IT_SUCCESS);
     Pz *p = reinterpret_cast<Pz *>(pz);
@@ -208,9 +208,9 @@ TEST_F(ItInternal, EvdBusyWhileAStreamFeedsIt_L4917) {
     EXPECT_EQ(it_evd_free(cm), IT_SUCCESS);
 }
 
-// IT-API L4551-L4562: an AEVD without IT_EVD_DEQUEUE_NOTIFICATIONS: its waiter returns the
+// IT-API L5370-L5372: an AEVD without IT_EVD_DEQUEUE_NOTIFICATIONS: its waiter returns the
 // SEVD event that reached the criteria, not one still below its threshold.
-TEST_F(ItInternal, DirectAevdWaitsForCriteria_L5394) {
+TEST_F(ItInternal, DirectAevdWaitsForCriteria_L5370) {
     it_evd_handle_t a = nullptr, below = nullptr, at = nullptr;
     ASSERT_EQ(
         it_evd_create(ia, IT_AEVD_NOTIFICATION_EVENT_STREAM, kNoFlags, 0, 0, nullptr, &a, nullptr),

@@ -38,7 +38,7 @@ bool simple_stream(uint32_t s) {
     }
 }
 
-// Streams that exist from the SEVD's creation on (IT-API L4310-L4313, L4917-L4922).
+// Streams that exist from the SEVD's creation on (IT-API L4338-L4341, L4917-L4920).
 bool built_in_stream(it_event_type_t s) {
     return s == IT_ASYNC_AFF_EVENT_STREAM || s == IT_ASYNC_UNAFF_EVENT_STREAM ||
            s == IT_SOFTWARE_EVENT_STREAM;
@@ -111,7 +111,7 @@ it_status_t evd_create(it_ia_handle_t h, uint32_t stream_bits, uint32_t flag_bit
     const bool aggregate = stream_bits == IT_AEVD_NOTIFICATION_EVENT_STREAM;
     if (!aggregate && !simple_stream(stream_bits)) return IT_ERR_INVALID_EVD_TYPE;
     const auto stream = static_cast<it_event_type_t>(stream_bits);
-    // IT-API L4467-L4476: the overflow flags' combinations.
+    // IT-API L4470-L4476: the overflow flags' combinations.
     if (flag_bits & ~kAllEvdFlags) return IT_ERR_INVALID_FLAGS;
     const auto flags = static_cast<it_evd_flags_t>(flag_bits);
     if (!aggregate) {
@@ -124,8 +124,8 @@ it_status_t evd_create(it_ia_handle_t h, uint32_t stream_bits, uint32_t flag_bit
     }
     const bool want_fd = flags & IT_EVD_CREATE_FD;
     if (want_fd && !fd) return IT_ERR_FAULT;
-    if (aggregate && aevdh) return IT_ERR_AEVD_NOT_ALLOWED;  // IT-API L4534-L4536
-    if (want_fd && aevdh) return IT_ERR_MISMATCH_FD;         // IT-API L4546-L4549
+    if (aggregate && aevdh) return IT_ERR_AEVD_NOT_ALLOWED;  // IT-API L4536
+    if (want_fd && aevdh) return IT_ERR_MISMATCH_FD;         // IT-API L4549
     Evd *aevd = nullptr;
     if (aevdh) {
         aevd = as_evd(aevdh);
@@ -188,7 +188,7 @@ it_status_t evd_query(it_evd_handle_t h, uint32_t mask, it_evd_param_t *p) {
     auto want = [&](unsigned bit) { return all || (mask & bit); };
     std::lock_guard lk(evd->mu);
     notice_closed_fd(evd);
-    // Tied to an event stream; an AEVD: fed by an SEVD (IT-API L5245-L5247).
+    // Tied to an event stream; an AEVD: fed by an SEVD (IT-API L5267-L5269).
     const bool bound = evd->aggregate() ? !evd->feeders.empty()
                                         : built_in_stream(evd->stream) ||
                                               evd->streams.load(std::memory_order_acquire) > 0;
@@ -214,7 +214,7 @@ it_status_t evd_modify(it_evd_handle_t h, uint32_t mask, const it_evd_param_t *p
     if (!p) return IT_ERR_FAULT;
     constexpr unsigned kSevdOnly =
         IT_EVD_PARAM_QUEUE_SIZE | IT_EVD_PARAM_THRESHOLD | IT_EVD_PARAM_AEVD_HANDLE;
-    if (evd->aggregate() && (mask & kSevdOnly)) return IT_ERR_INVALID_MASK;  // IT-API L5011-L5018
+    if (evd->aggregate() && (mask & kSevdOnly)) return IT_ERR_INVALID_MASK;  // IT-API L5028-L5033
     Ia *ia = evd->ia;
     const bool relink = mask & IT_EVD_PARAM_AEVD_HANDLE;
     Evd *new_aevd = nullptr;
@@ -233,7 +233,7 @@ it_status_t evd_modify(it_evd_handle_t h, uint32_t mask, const it_evd_param_t *p
         if (relink && new_aevd != evd->aevd) {
             if (evd->callback) return IT_ERR_CALLBACK_EXISTS;
             // The SEVD is disabled and has no fd, and it may leave its AEVD only when that
-            // one dequeues notifications (IT-API L5029-L5040, docs/spec-deviations.md).
+            // one dequeues notifications (IT-API L5048-L5054, docs/spec-deviations.md).
             notice_closed_fd(evd);
             if (enabled_after || evd->has_fd()) return IT_ERR_INVALID_EVD_STATE;
             if (evd->aevd && !evd->aevd->dequeue_notifications()) return IT_ERR_INVALID_EVD_STATE;
@@ -258,7 +258,7 @@ it_status_t evd_modify(it_evd_handle_t h, uint32_t mask, const it_evd_param_t *p
         evd->q.reserve(qsize);
         if ((mask & IT_EVD_PARAM_OVERFLOWED) && raw(p->evd_overflowed) == IT_FALSE) {
             // Clearing it re-enables the overflow event of the consumer-controlled mode
-            // (IT-API L4384-L4391); a DTO stream's overflow stays uncorrectable.
+            // (IT-API L4409-L4411); a DTO stream's overflow stays uncorrectable.
             evd->overflowed = false;
             evd->overflow_event_armed = true;
         }
@@ -333,14 +333,14 @@ it_status_t evd_free(it_evd_handle_t h) {
     if (!evd) return IT_ERR_INVALID_EVD;
     {
         std::lock_guard lk(evd->mu);
-        // IT-API L4924-L4928, L4917-L4922.
+        // IT-API L4936-L4938, L4917-L4920.
         if (evd->in_callback) return IT_ERR_INVALID_EVD_STATE;
         if (evd->aggregate() && !evd->feeders.empty()) return IT_ERR_EVD_BUSY;
         if (!evd->aggregate() && !built_in_stream(evd->stream) &&
             evd->streams.load(std::memory_order_acquire) > 0)
             return IT_ERR_EVD_BUSY;
     }
-    // Waiters return IT_ERR_ABORT (IT-API L5386-L5389); the EVD goes once they have left
+    // Waiters return IT_ERR_ABORT (IT-API L5426, L5488-L5490); the EVD goes once they have left
     // (it is parked in the registry's quarantine besides, for a waiter that is late).
     evd_abort(evd);
     for (int i = 0; i < 2000 && evd_has_waiters(evd); ++i)
@@ -355,14 +355,14 @@ it_status_t evd_callback_attach(it_evd_handle_t h, it_evd_callback_rtn_t cb, voi
     if (!privileged()) return IT_ERR_NO_PERMISSION;
     if (!cb) return IT_ERR_FAULT;
     std::lock_guard lk(evd->mu);
-    // One notification mechanism at a time (IT-API L4048-L4060).
+    // One notification mechanism at a time (IT-API L4049-L4058).
     if (evd->callback) return IT_ERR_CALLBACK_EXISTS;
     if (evd->waiters > 0) return IT_ERR_EVD_WAIT;
     notice_closed_fd(evd);
     if (evd->has_fd() || evd->aevd) return IT_ERR_INVALID_EVD_STATE;
     evd->callback = cb;
     evd->callback_arg = arg;
-    // Not invoked before every event has been dequeued (IT-API L4066-L4070): at once when
+    // Not invoked before every event has been dequeued (IT-API L4063-L4070): at once when
     // there is none.
     evd->callback_armed = evd->aggregate() ? aevd_empty_locked(evd) : evd->q.empty();
     return IT_SUCCESS;
@@ -387,7 +387,7 @@ void run_callback(Evd *evd) {
         {
             std::lock_guard lk(evd->mu);
             if (evd->dead || !evd->callback || !evd->enabled) return;
-            // Never two invocations at once (IT-API L4075-L4079): the running one looks
+            // Never two invocations at once (IT-API L4072-L4074): the running one looks
             // again when it returns.
             if (evd->in_callback) {
                 evd->callback_again = true;

@@ -17,7 +17,7 @@ it_evd_handle_t handle_of(Evd *e) {
     return reinterpret_cast<it_evd_handle_t>(e);
 }
 
-// What an overflow of `sevd` does (IT-API L4365-L4418): post an overflow event, and whether
+// What an overflow of `sevd` does (IT-API L4366-L4411): post an overflow event, and whether
 // making room re-arms it. IT_EVD_OVERFLOW_DEFAULT takes each stream's default from its
 // page: DTO notifies once (its overflow cannot be corrected, L13673-L13682), CM messages
 // and affiliated errors notify and re-arm (L12988-L12991, L12675), connection requests and
@@ -50,7 +50,7 @@ void pop_locked(Evd *sevd, it_event_t *event) {
     if (s.notify) --sevd->notify_events;
     sevd->q.pop_front();
     // Room again: a non-DTO stream in automatic mode has its overflow corrected and may
-    // report the next one (IT-API L4384-L4391).
+    // report the next one (IT-API L4407-L4408).
     if (sevd->overflowed && !sevd->dropping_forever && overflow_mode(sevd).auto_reset) {
         sevd->overflowed = false;
         sevd->overflow_event_armed = true;
@@ -60,9 +60,9 @@ void pop_locked(Evd *sevd, it_event_t *event) {
 }
 
 // An AEVD's next event, or false. With IT_EVD_DEQUEUE_NOTIFICATIONS: a queued
-// notification, else a new one for an SEVD still in its criteria (IT-API L5455-L5463).
+// notification, else a new one for an SEVD still in its criteria (IT-API L4804-L4806, L5458-L5463).
 // Without: the oldest event of the next feeding SEVD that has one (`wait`: that is enabled
-// and in its criteria, IT-API L5391-L5397), taken round the feeders so that none starves.
+// and in its criteria, IT-API L5370-L5372), taken round the feeders so that none starves.
 // Caller holds aevd->mu.
 bool aevd_take_locked(Evd *aevd, it_event_t *event, bool wait) {
     if (aevd->dequeue_notifications()) {
@@ -259,14 +259,14 @@ it_status_t evd_wait(it_evd_handle_t h, uint64_t timeout_us, it_event_t *event, 
     const auto deadline = deadline_of(timeout_us);
     std::unique_lock lk(evd->mu);
     if (evd->dead) return IT_ERR_ABORT;
-    if (evd->callback) return IT_ERR_CALLBACK_EXISTS;  // IT-API L5348-L5350
+    if (evd->callback) return IT_ERR_CALLBACK_EXISTS;  // IT-API L5351-L5353
     const bool fd_on = evd->has_fd() && evd->fd_is(evd->user_fd);
     if (evd->aggregate()) {
-        // Not while it notifies its fd (IT-API L5341-L5347).
+        // Not while it notifies its fd (IT-API L5344-L5347).
         if (fd_on && evd->enabled) return IT_ERR_INVALID_EVD_STATE;
     } else {
         // Not on an SEVD whose AEVD hands out its events, nor on one enabled to notify an
-        // AEVD or fd (IT-API L5337-L5347); one waiter only above threshold 1 (L5351-L5356).
+        // AEVD or fd (IT-API L5338-L5347); one waiter only above threshold 1 (L5355-L5358).
         if (evd->aevd && !evd->aevd->dequeue_notifications()) return IT_ERR_INVALID_EVD_STATE;
         if ((evd->aevd || fd_on) && evd->enabled) return IT_ERR_INVALID_EVD_STATE;
         if (evd->threshold > 1 && evd->waiters > 0) return IT_ERR_WAITER_LIMIT;
@@ -294,7 +294,7 @@ it_status_t evd_wait(it_evd_handle_t h, uint64_t timeout_us, it_event_t *event, 
         evd->sleep(lk, evd->wake_seq, deadline, [&] { return evd->dead; });
     }
     --evd->waiters;
-    // nmore: the events left, an SEVD's only (IT-API L5303-L5306, L5401-L5407).
+    // nmore: the events left, an SEVD's only (IT-API L5325-L5326, L5402-L5407).
     if (nmore && st != IT_ERR_ABORT) *nmore = evd->aggregate() ? 0 : evd->q.size();
     return st;
 }
@@ -305,8 +305,8 @@ it_status_t evd_post_se(it_evd_handle_t h, const void *event) {
     if (evd->aggregate() || evd->stream != IT_SOFTWARE_EVENT_STREAM) return IT_ERR_INVALID_SOFT_EVD;
     it_event_t ev{};
     ev.sw.event_number = IT_SOFTWARE_EVENT;
-    ev.sw.data = const_cast<void *>(event);  // opaque to the library (IT-API L5160-L5162)
-    // A full queue refuses the event; a software stream never overflows (IT-API L5163-L5165).
+    ev.sw.data = const_cast<void *>(event);  // opaque to the library (IT-API L5155)
+    // A full queue refuses the event; a software stream never overflows (IT-API L5158-L5160).
     switch (deliver_impl(evd, ev, true, Full::Reject)) {
         case Delivered::Rejected:
             return IT_ERR_EVD_QUEUE_FULL;

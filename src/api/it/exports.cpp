@@ -132,7 +132,7 @@ IT_EXPORT it_status_t it_get_consumer_context(it_handle_t handle, it_context_t *
     if (!context) return IT_ERR_FAULT;
     auto *o = static_cast<Obj *>(handle);
     if (!o->context_set.load(std::memory_order_acquire)) {
-        context->index = 0;  // IT-API L5525-L5527
+        context->index = 0;  // IT-API L5526-L5527
         return IT_ERR_NO_CONTEXT;
     }
     context->index = o->context.load(std::memory_order_relaxed);

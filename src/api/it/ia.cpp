@@ -55,7 +55,7 @@ it_status_t ia_create(const char *name, uint32_t major, uint32_t minor, it_ia_ha
         known = known || (name && std::string_view(name) == d.name);
     if (!known) return IT_ERR_INVALID_NAME;
     // Every minor version up to the one it_interface_list reports, of that major version
-    // only: earlier major versions need not be supported (IT-API L5848-L5854), and this
+    // only: earlier major versions need not be supported (IT-API L5857-L5860), and this
     // library offers the 1.0 routine names only as bindings over the 2.1 semantics.
     if (major != kApiMajor) return IT_ERR_INVALID_MAJOR_VERSION;
     if (minor > kApiMinor) return IT_ERR_INVALID_MINOR_VERSION;
@@ -92,7 +92,7 @@ it_status_t ia_free(it_ia_handle_t h) {
         std::lock_guard lk(evd->mu);
         if (evd->in_callback) return IT_ERR_INVALID_EVD_STATE;
     }
-    // Unblock every waiter (IT-API L5922-L5923), give them a moment to leave, then free the
+    // Unblock every waiter (IT-API L5923-L5924), give them a moment to leave, then free the
     // children: SEVDs before the AEVDs they feed, PZs last (later slices put EPs, LMRs,
     // RMRs and listens before them).
     for (Obj *o : kids)
@@ -127,7 +127,7 @@ it_status_t ia_free(it_ia_handle_t h) {
 }
 
 it_status_t ia_query(it_ia_handle_t h, it_ia_info_t **out) {
-    if (out) *out = nullptr;  // on failure *ia_info is NULL (IT-API L6023-L6025)
+    if (out) *out = nullptr;  // on failure *ia_info is NULL (IT-API L6024-L6025)
     Ia *ia = as_ia(h);
     if (!ia) return IT_ERR_INVALID_IA;
     if (!out) return IT_ERR_FAULT;
@@ -145,7 +145,7 @@ it_status_t ia_query(it_ia_handle_t h, it_ia_info_t **out) {
     i.vendor.iwarp.valid_vid = IT_FALSE;
     i.dto_alignment_hint = 64;
     i.transport_type = IT_IWARP_TCP_TRANSPORT;
-    i.supported_service_types = IT_RC_SERVICE;  // iWARP: RC only (IT-API L1966-L1980)
+    i.supported_service_types = IT_RC_SERVICE;  // iWARP: RC only (IT-API L1977)
     i.ep_work_queues_resizable = tf(ra.rnic_flags & RI_RNIC_CAN_RESIZE_QP);
     i.three_way_handshake_support = IT_FALSE;  // iWARP: two-way only
     i.private_data_support = IT_TRUE;
@@ -196,7 +196,7 @@ it_status_t ia_query(it_ia_handle_t h, it_ia_info_t **out) {
     i.ep_rdma_enables_modifiable = IT_TRUE;
     i.rdma_read_local_extensions = IT_FALSE;
     i.dto_evd_overflow_detection = tf(ra.rnic_flags & RI_RNIC_CQ_OVERFLOW_CHECKING);
-    i.atomic_support = IT_FALSE;  // iWARP has none in IT-API (IT-API L8062-L8063)
+    i.atomic_support = IT_FALSE;  // iWARP has none in IT-API (IT-API L8063)
     i.lmr_link_support = IT_FALSE;
     i.direct_lmr_handle_support = IT_FALSE;
     i.direct_lmr_handle = nullptr;

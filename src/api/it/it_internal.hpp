@@ -35,7 +35,7 @@ struct Obj {
     it_handle_type_enum_t type;
     Ia *ia = nullptr;  // the IA it belongs to (an IA: itself)
     // The Consumer Context (it_context_t's 64 bits) and whether it was ever set
-    // (it_get_consumer_context answers IT_ERR_NO_CONTEXT until then, IT-API L5525-L5527).
+    // (it_get_consumer_context answers IT_ERR_NO_CONTEXT until then, IT-API L5526-L5527).
     std::atomic<uint64_t> context{0};
     std::atomic<bool> context_set{false};
     Obj(it_handle_type_enum_t t, Ia *owner) : type(t), ia(owner) {}
@@ -89,7 +89,7 @@ struct Evd : Obj, api::EventQueue<Slot> {
     // SEVD: a notification for its IT_EVD_DEQUEUE_NOTIFICATIONS AEVD is queued there.
     bool notification_queued = false;
     size_t notify_events = 0;  // Notification Events in q
-    // Overflow (IT-API L4365-L4418): the reported state, whether the next overflow may
+    // Overflow (IT-API L4366-L4411): the reported state, whether the next overflow may
     // post an overflow event, and a DTO stream's uncorrectable overflow.
     bool overflowed = false;
     bool overflow_event_armed = true;
@@ -112,7 +112,7 @@ struct Evd : Obj, api::EventQueue<Slot> {
     bool aggregate() const { return stream == IT_AEVD_NOTIFICATION_EVENT_STREAM; }
     bool dequeue_notifications() const { return notifications; }
     bool has_fd() const { return (flags & IT_EVD_CREATE_FD) != 0; }
-    // SEVD, caller holds mu (IT-API L4508-L4510).
+    // SEVD, caller holds mu (IT-API L4523).
     bool in_criteria() const {
         return notify_events > 0 || (threshold > 0 && q.size() >= threshold);
     }
@@ -216,7 +216,7 @@ void evd_abort(Evd *evd);
 bool evd_has_waiters(Evd *evd);
 it_status_t evd_callback_attach(it_evd_handle_t h, it_evd_callback_rtn_t cb, void *arg);
 it_status_t evd_callback_detach(it_evd_handle_t h);
-// Invokes the callback of `evd` when it is armed and the criteria hold (IT-API L4095-L4103);
+// Invokes the callback of `evd` when it is armed and the criteria hold (IT-API L4063-L4070);
 // called with no lock held.
 void run_callback(Evd *evd);
 
@@ -229,7 +229,7 @@ bool deliver(Evd *sevd, const it_event_t &ev, bool notify);
 // The SEVD's fd and AEVD after its state changed (enable, dequeue). Caller holds sevd->mu;
 // returns the AEVD to notify afterwards (aevd_notify), or null.
 Evd *sevd_notify_targets(Evd *sevd);
-// A notification from `sevd` to its AEVD `aevd` (IT-API L4551-L4562); no lock held.
+// A notification from `sevd` to its AEVD `aevd` (IT-API L4564-L4566); no lock held.
 void aevd_notify(Evd *aevd, Evd *sevd);
 // Recomputes an AEVD's fd readiness; caller holds aevd->mu (and no SEVD lock).
 void aevd_update_fd(Evd *aevd);
