@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -418,6 +419,58 @@ TEST(EventQueueFd, TheDestructorClosesIt) {
     errno = 0;
     EXPECT_EQ(::fcntl(fd, F_GETFD), -1);
     EXPECT_EQ(errno, EBADF);
+}
+
+TEST(EventQueueFd, AFaceMayRaiseAndLowerItByItsOwnRule) {
+    EventQueue<Ev> q;
+    std::lock_guard lk(q.mu);
+    q.fd_ready(true);  // off: harmless
+    ASSERT_TRUE(q.enable_fd());
+    q.q.push_back(Ev{1, 0});  // events alone do not make it readable under this rule
+    EXPECT_FALSE(readable(q.fd()));
+    q.fd_ready(true);
+    EXPECT_TRUE(readable(q.fd()));
+    q.fd_ready(true);  // twice: still one readiness, lowered by one call
+    q.fd_ready(false);
+    EXPECT_FALSE(readable(q.fd()));
+}
+
+TEST(EventQueueFd, WakeEndsASleepAndLeavesTheDescriptorAlone) {
+    EventQueue<Ev> q;
+    ASSERT_TRUE(q.enable_fd());
+    std::atomic<bool> woke{false};
+    std::thread t([&] {
+        std::unique_lock lk(q.mu);
+        const uint64_t seen = q.wake_seq;
+        while (q.wake_seq == seen)
+            q.sleep(lk, seen, std::nullopt, [] { return false; });
+        woke.store(true, std::memory_order_release);
+    });
+    std::this_thread::sleep_for(10ms);
+    {
+        std::lock_guard lk(q.mu);
+        q.wake();
+    }
+    t.join();
+    EXPECT_TRUE(woke.load(std::memory_order_acquire));
+    EXPECT_FALSE(readable(q.fd()));
+}
+
+TEST(EventQueueFd, KnowsWhetherADupStillRefersToIt) {
+    EventQueue<Ev> q;
+    EXPECT_FALSE(q.fd_is(0));  // off
+    ASSERT_TRUE(q.enable_fd());
+    const int dup = ::fcntl(q.fd(), F_DUPFD_CLOEXEC, 0);
+    ASSERT_GE(dup, 0);
+    EXPECT_TRUE(q.fd_is(dup));
+    EXPECT_TRUE(q.fd_is(q.fd()));
+    ::close(dup);
+    EXPECT_FALSE(q.fd_is(dup));
+    // The number reused by another file is not the queue's.
+    const int other = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(other, 0);
+    EXPECT_FALSE(q.fd_is(other));
+    ::close(other);
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // line because only a face that enabled the descriptor ever makes them.
 #include "api/common/event_queue.hpp"
 
+#include <linux/kcmp.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +19,12 @@ bool EventFd::open() {
     fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     raised_ = false;
     return fd_ >= 0;
+}
+
+bool EventFd::same_file(int other) const {
+    if (fd_ < 0 || other < 0) return false;
+    const pid_t self = ::getpid();
+    return ::syscall(SYS_kcmp, self, self, KCMP_FILE, fd_, other) == 0;
 }
 
 void EventFd::write_one() {

@@ -96,6 +96,10 @@ class EventFd {
     void lower() {
         if (raised_) read_all();
     }
+    // Whether descriptor `other` of this process still refers to this eventfd (a consumer
+    // handed a dup() of it may have closed it, and the number may since name another
+    // file). False when the kernel cannot tell (kcmp unavailable or denied).
+    bool same_file(int other) const;
 
   private:
     void write_one();
@@ -189,6 +193,26 @@ struct EventQueue {
         return true;
     }
     int fd() const { return efd_.get(); }  // -1: off
+    // Whether `other` still refers to this queue's descriptor (EventFd::same_file).
+    bool fd_is(int other) const { return efd_.on() && efd_.same_file(other); }
+
+    // For a face whose descriptor is readable by its own rule rather than "the ring holds
+    // events" (IT-API: an EVD's fd is readable when the enabled EVD reaches its
+    // notification criteria, L4538-L4544): the face raises and lowers it itself and wakes
+    // waiters with wake(), never calling queued(), notify() or dequeued(), which apply
+    // the ring rule. Caller holds `mu`.
+    void fd_ready(bool ready) {
+        if (!efd_.on()) return;
+        if (ready)
+            efd_.raise();
+        else
+            efd_.lower();
+    }
+    // Wakes every waiter (a sleep() returns), leaving the descriptor alone. Caller holds `mu`.
+    void wake() {
+        ++wake_seq;
+        cv.notify_all();
+    }
 
     // After the face put events in `q` itself (push_back, emplace_back): wakes every waiter
     // and makes the descriptor readable. Caller holds `mu`.

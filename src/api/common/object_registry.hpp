@@ -186,4 +186,21 @@ class ObjectRegistry {
     std::deque<std::pair<void *, Deleter>> parked_;
 };
 
+// A face library's one registry of all its handles. Heap-allocated, so that a process
+// exiting with objects still open (whose threads may still look handles up) never sees it
+// destroyed; released when the library is unloaded with nothing live (dlclose after the
+// last object went), so the library leaves nothing behind.
+struct LibraryRegistry {
+    ObjectRegistry *registry = new ObjectRegistry;
+    LibraryRegistry() = default;
+    LibraryRegistry(const LibraryRegistry &) = delete;
+    LibraryRegistry &operator=(const LibraryRegistry &) = delete;
+    ~LibraryRegistry() {
+        if (registry && registry->live_count() == 0) {
+            delete registry;
+            registry = nullptr;
+        }
+    }
+};
+
 }  // namespace softrnic::api

@@ -9,18 +9,9 @@
 
 namespace softrnic::dapl {
 
-// Heap-allocated so that a process exiting with IAs still open (their threads may still
-// look handles up) never sees it destroyed; freed at unload when nothing is live.
-api::ObjectRegistry *g_handles = new api::ObjectRegistry;
-
-// dlclose after the last IA closed (the registry unloads providers then): release the
-// quarantine so the library leaves nothing behind.
-__attribute__((destructor)) void release_handles_at_unload() {
-    if (g_handles && g_handles->live_count() == 0) {
-        delete g_handles;
-        g_handles = nullptr;
-    }
-}
+// The DAT registry unloads providers after their last IA closed: the registry is then
+// released.
+api::LibraryRegistry g_handles;
 
 void destroy_obj(void *p) {
     auto *o = static_cast<Obj *>(p);

@@ -114,39 +114,26 @@ DAT_RETURN ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HANDLE *asyn
     ia->info = reg.info;
     if (!resolve_address(reg.params, ia->addr))
         return err(DAT_INVALID_ADDRESS, DAT_INVALID_ADDRESS_UNSUPPORTED);
-    static std::atomic<unsigned> seq{0};
-    ia->vp_name = "dapl-" + std::to_string(getpid()) + "-" +
-                  std::to_string(seq.fetch_add(1, std::memory_order_relaxed));
-    ri_err_data_t e = 0;
-    if (softrnic_vp_create(ia->vp_name.c_str(), &ia->vp) != RI_RET_SUCCESS)
-        return err(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_DEVICE);
     auto fail = [&](DAT_RETURN r) {
         ia_teardown(ia.get());
         return r;
     };
-    if (ri_rnic_open(ia->vp, RI_PHYS_PAGE_LIST_MODE, ia.get(), &e) != RI_RET_SUCCESS) {
-        softrnic_vp_destroy(ia->vp);
-        ia->vp = nullptr;
-        return err(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_DEVICE);
-    }
-    ri_async_set_event_handler(ia->vp, &on_async, &e);
-    ri_cq_set_event_handler(ia->vp, &ia->cq_handler, &on_cq, &e);
-    // The consumer-serialised view: the provider serialises the calls on each critical
-    // object itself, per object (RNICPI L1316-1363): every call on a CQ holds its EVD's
-    // mutex (which dat_evd_dequeue takes anyway), every QP create/modify/query/destroy
-    // the EP's qp_mu; posts need none (DAT lets a send poster and a receive poster run at
-    // once on one EP, L1813, and the engine allows it). The provider-serialised view
-    // took the RNIC handle's lock on every CQ poll as well: two more locked instructions
-    // per dat_evd_dequeue, 12% of an 8 B ping-pong's one-way time.
-    if (ri_rnic_get_hdl(ia->vp, RI_CONSUMER_LOCATION_KERNEL, &ia->rnic, nullptr, ia.get(), &e) !=
-        RI_RET_SUCCESS)
-        return fail(err(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_DEVICE));
-    uint_t sz = sizeof ia->attr;
-    std::vector<uint64_t> buf(512);
-    sz = uint_t(buf.size() * 8);
-    if (ri_rnic_query(ia->rnic, static_cast<ri_rnic_query_flags_t>(0),
-                      reinterpret_cast<ri_rnic_attr_t *>(buf.data()), &sz, &e) == RI_RET_SUCCESS)
-        std::memcpy(&ia->attr, buf.data(), sizeof ia->attr);
+    // The consumer-serialised view (api::RnicInstance): the provider serialises the calls
+    // on each critical object itself, per object: every call on a CQ holds its EVD's mutex
+    // (which dat_evd_dequeue takes anyway), every QP create/modify/query/destroy the EP's
+    // qp_mu; posts need none (DAT lets a send poster and a receive poster run at once on
+    // one EP, L1813, and the engine allows it). The provider-serialised view took the RNIC
+    // handle's lock on every CQ poll as well: two more locked instructions per
+    // dat_evd_dequeue, 12% of an 8 B ping-pong's one-way time.
+    const bool opened = ia->dev.open("dapl", ia.get(), [&](ri_vp_handle_t vp) {
+        ri_err_data_t e = 0;
+        ri_async_set_event_handler(vp, &on_async, &e);
+        ri_cq_set_event_handler(vp, &ia->cq_handler, &on_cq, &e);
+    });
+    if (!opened) return err(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_DEVICE);
+    ia->vp = ia->dev.vp();
+    ia->rnic = ia->dev.rnic();
+    if (api::RnicInstance::Attributes a; ia->dev.query(a, false)) ia->attr = a.attr;
     // The IA name picks the transport: "softrnic-tcp" and "softrnic-shm" force one,
     // "softrnic" leaves it to SOFTRNIC_TRANSPORT (default: shm on this host, else TCP).
     cm::Options cm_opts;
@@ -181,7 +168,7 @@ DAT_RETURN ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HANDLE *asyn
         const cm::Transport t = ia->cm->transport();
         SOFTRNIC_LOG(Info, Dat, "dat_ia_open %s: IA %p on %s (instance data \"%s\"), RNIC %s, %s",
                      name, static_cast<void *>(ia.get()), ip, reg.params.c_str(),
-                     ia->vp_name.c_str(),
+                     ia->dev.name().c_str(),
                      t == cm::Transport::Tcp   ? "connections over TCP only"
                      : t == cm::Transport::Shm ? "connections over shm only"
                                                : "connections over shm on this host, else TCP");
@@ -193,16 +180,9 @@ DAT_RETURN ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HANDLE *asyn
 // Releases the RNIC and the CM of a fully or partly opened IA.
 void ia_teardown(Ia *ia) {
     ia->cm.reset();  // joins the CM thread: no more CM upcalls
-    ri_err_data_t e = 0;
-    if (ia->rnic) {
-        ri_rnic_free_hdl(ia->vp, ia->rnic, &e);
-        ia->rnic = nullptr;
-    }
-    if (ia->vp) {
-        ri_rnic_close(ia->vp, &e);
-        softrnic_vp_destroy(ia->vp);
-        ia->vp = nullptr;
-    }
+    ia->rnic = nullptr;
+    ia->vp = nullptr;
+    ia->dev.close();
 }
 
 DAT_RETURN ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags) {

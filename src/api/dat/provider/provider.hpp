@@ -19,9 +19,9 @@ namespace softrnic::dapl {
 
 // The one registry of live handles of this provider (common.cpp). Inline: every data-path
 // call validates its handle through it.
-extern api::ObjectRegistry *g_handles;
+extern api::LibraryRegistry g_handles;
 inline api::ObjectRegistry &handles() {
-    return *g_handles;
+    return *g_handles.registry;
 }
 
 using Clock = std::chrono::steady_clock;

@@ -26,6 +26,7 @@
 
 #include "api/common/event_queue.hpp"
 #include "api/common/object_registry.hpp"
+#include "api/common/rnic_instance.hpp"
 #include "cm/connection_manager.hpp"
 
 namespace softrnic::dapl {
@@ -216,8 +217,8 @@ struct Cr : Obj {
 struct Ia : Obj {
     std::string name;
     DAT_PROVIDER_INFO info{};
-    std::string vp_name;
-    ri_vp_handle_t vp = nullptr;
+    api::RnicInstance dev;        // the RNIC instance: owns vp and rnic
+    ri_vp_handle_t vp = nullptr;  // dev.vp(), dev.rnic(): read on every call
     ri_rnic_handle_t rnic = nullptr;
     ri_cq_event_handler_id_t cq_handler = 0;
     ri_rnic_attr_t attr{};
