@@ -1,10 +1,11 @@
 # What `cmake --install` puts in place, in the GNUInstallDirs layout:
-#   runtime      libsoftrnic.so.0, libdat2.so.2 and the uDAPL provider libdaplsoftrnic.so.2
-#                (each real file and its soname link), the provider's dat.conf lines and
-#                the `softrnic` command;
-#   development  the public headers (include/: rnicpi/, softrnic/, dat2/, it_api/), the link-time
-#                names libsoftrnic.so and libdat2.so, one pkg-config file per public library
-#                and the CMake package (find_package(softrnic): softrnic::rnicpi, softrnic::dat2).
+#   runtime      libsoftrnic.so.0, libitapi.so.2, libdat2.so.2 and the uDAPL provider
+#                libdaplsoftrnic.so.2 (each real file and its soname link), the provider's
+#                dat.conf lines, the `softrnic` command and its man pages;
+#   development  the public headers (include/: rnicpi/, softrnic/, dat2/, it_api.h), the
+#                link-time names libsoftrnic.so, libitapi.so and libdat2.so, one pkg-config
+#                file per public library and the CMake package (find_package(softrnic):
+#                softrnic::rnicpi, softrnic::itapi, softrnic::dat2).
 # SOFTRNIC_INSTALL_DAT_REGISTRY=OFF leaves out libdat2, its headers, pkg-config file and
 # target, for a system whose own registry the provider runs under (debian/rules).
 # Every installed file that names a path is relative to where it is installed, or written
@@ -12,8 +13,8 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(_softrnic_public_libraries softrnic)
-set(_softrnic_pkgconfig softrnic-rnicpi)
+set(_softrnic_public_libraries softrnic itapi)
+set(_softrnic_pkgconfig softrnic-rnicpi softrnic-itapi)
 set(_softrnic_header_excludes)
 if(SOFTRNIC_INSTALL_DAT_REGISTRY)
   list(APPEND _softrnic_public_libraries dat2)
@@ -30,6 +31,8 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INC
 set_target_properties(softrnic PROPERTIES EXPORT_NAME rnicpi)
 add_library(softrnic::rnicpi ALIAS softrnic)
 add_library(softrnic::dat2 ALIAS dat2)
+set_target_properties(itapi PROPERTIES EXPORT_NAME itapi)
+add_library(softrnic::itapi ALIAS itapi)
 install(TARGETS ${_softrnic_public_libraries} EXPORT softrnicTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime
                 NAMELINK_COMPONENT development

@@ -69,6 +69,7 @@ check_library() {
 }
 check_library softrnic libsoftrnic.so.0 yes
 check_library dat2 libdat2.so.2 yes
+check_library itapi libitapi.so.2 yes
 check_library daplsoftrnic libdaplsoftrnic.so.2 no
 
 # The command runs from the prefix, and prints the lines the install wrote.
@@ -111,7 +112,7 @@ run_consumer() {
     for pattern in "$@"; do
         grep -qE "$pattern" <<<"$out" || fail "$label: no line of the output matches '$pattern'"
     done
-    if ldd "$program" | grep -E 'lib(softrnic|dat2)\.so' | grep -vqF "$lib/"; then
+    if ldd "$program" | grep -E 'lib(softrnic|dat2|itapi)\.so' | grep -vqF "$lib/"; then
         fail "$label: $program loads a library from outside $libdir: $(ldd "$program")"
     fi
 }
@@ -119,11 +120,13 @@ run_consumer() {
 rnicpi_expect=('^rnic install-check: .+, [1-9][0-9]* QPs$')
 dat_expect=('^listed softrnic$' '^listed softrnic-tcp$' '^listed softrnic-shm$'
             '^opened softrnic: provider .+')
+it_expect=('^interface softrnic$' '^interface softrnic-tcp$' '^interface softrnic-shm$'
+           '^opened softrnic: [1-9][0-9]* spigots$')
 export DAT_OVERRIDE=$dat_conf
 
 # Route 1: pkg-config.
 export PKG_CONFIG_PATH=$lib/pkgconfig
-for pc in softrnic-rnicpi softrnic-dat2; do
+for pc in softrnic-rnicpi softrnic-dat2 softrnic-itapi; do
     if ! out=$(pkg-config --validate "$pc" 2>&1) || [ -n "$out" ]; then
         fail "pkg-config --validate $pc: $out"
     fi
@@ -140,9 +143,11 @@ build_with_pkg_config() {
 }
 build_with_pkg_config rnicpi_open softrnic-rnicpi
 build_with_pkg_config dat_open softrnic-dat2
+build_with_pkg_config it_open softrnic-itapi
 export LD_LIBRARY_PATH=$lib
 run_consumer pkg-config "$work/pkg-config/rnicpi_open" -- "${rnicpi_expect[@]}"
 run_consumer pkg-config "$work/pkg-config/dat_open" softrnic -- "${dat_expect[@]}"
+run_consumer pkg-config "$work/pkg-config/it_open" -- "${it_expect[@]}"
 unset LD_LIBRARY_PATH PKG_CONFIG_PATH
 
 # Route 2: find_package(softrnic); the programs find the libraries through the run path
@@ -161,6 +166,7 @@ else
         fail "softrnic_DAT_CONF is $(cat "$work/cmake/dat_conf_path"), not $dat_conf"
     run_consumer cmake "$work/cmake/rnicpi_open" -- "${rnicpi_expect[@]}"
     run_consumer cmake "$work/cmake/dat_open" softrnic -- "${dat_expect[@]}"
+    run_consumer cmake "$work/cmake/it_open" -- "${it_expect[@]}"
 fi
 if configure_consumer cmake-incompatible 99.0; then
     fail "find_package(softrnic 99.0) accepted the installed version"

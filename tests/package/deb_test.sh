@@ -23,7 +23,7 @@ apt-get install -y -qq --no-install-recommends debhelper lintian dpkg-dev pandoc
     pkg-config g++ iproute2 >/dev/null
 
 tmp=$(mktemp -d /tmp/softrnic-deb.XXXXXX)
-packages=(libsoftrnic0 libsoftrnic-dev libdaplsoftrnic2 softrnic-tools)
+packages=(libsoftrnic0 libitapi2 libsoftrnic-dev libdaplsoftrnic2 softrnic-tools)
 cp /etc/dat.conf "$tmp/dat.conf.before"
 cleanup() {
     local rc=$?
@@ -54,7 +54,7 @@ lintian --fail-on warning,error \
     "$tmp"/softrnic_*.changes || fail "lintian"
 
 echo "== install"
-apt-get install -y -qq "$tmp"/libsoftrnic0_*.deb "$tmp"/libsoftrnic-dev_*.deb \
+apt-get install -y -qq "$tmp"/libsoftrnic0_*.deb "$tmp"/libitapi2_*.deb "$tmp"/libsoftrnic-dev_*.deb \
     "$tmp"/libdaplsoftrnic2_*.deb "$tmp"/softrnic-tools_*.deb >/dev/null
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 lib=/usr/lib/$multiarch/libdaplsoftrnic.so.2
@@ -97,9 +97,13 @@ dtest_pair() {
 dtest_pair softrnic-shm
 dtest_pair softrnic-tcp
 
-echo "== a program built against libsoftrnic-dev"
+echo "== programs built against libsoftrnic-dev (RNICPI and IT-API)"
 cc -std=c11 -Wall -Werror "$src/tests/install/rnicpi_open.c" -o "$tmp/rnicpi_open" \
     $(pkg-config --cflags --libs softrnic-rnicpi)
+cc -std=c99 -Wall -Werror "$src/tests/install/it_open.c" -o "$tmp/it_open" \
+    $(pkg-config --cflags --libs softrnic-itapi)
+out=$("$tmp/it_open") || fail "it_open exited with $?"
+grep -q "^opened softrnic: [1-9][0-9]* spigots$" <<<"$out" || fail "it_open: $out"
 out=$("$tmp/rnicpi_open") || fail "rnicpi_open exited with $?"
 grep -q "rnic install-check: softrnic" <<<"$out" || fail "rnicpi_open: $out"
 
