@@ -43,6 +43,7 @@ struct Limits {
     static constexpr uint32_t kMaxOrdQp = 128;
     static constexpr uint32_t kMaxInline = 0;  // INLINE_OK is a hint we may ignore (L8922)
     static constexpr uint64_t kPageSize = 4096;
+    static constexpr uint32_t kMaxAddrHandles = 16384;  // IB instances only
 };
 
 enum class View : uint8_t { Privileged = 0, PrivilegedVpLocking = 1, User = 2 };
@@ -79,6 +80,19 @@ struct RnicHandle {
 
 // A protection domain: nothing but an object that others use.
 class Pd : public Object {};
+
+// An InfiniBand address handle (ri_ah_create, RNICPI L6361; docs/ib-personality.md 4.4):
+// an address vector and the PD it was created on. Its vector changes only through
+// ri_ah_modify, under `mu`; a UD send copies what it needs out of it at post time
+// (Qp::post_datagram), so a handle may be modified or destroyed while sends that named it
+// are outstanding without touching them.
+class Ah : public Object {
+  public:
+    Use<Pd> pd;
+    void *pd_handle = nullptr;
+    mutable std::mutex mu;
+    ri_ud_address_vector_t av{};  // guarded by mu
+};
 
 // A completion as queued inside a CQ.
 struct Cqe {
@@ -184,6 +198,8 @@ class Device {
     ObjectTable<Qp> qps{ObjKind::Qp, Limits::kMaxQps};
     ObjectTable<Srq> srqs{ObjKind::Srq, Limits::kMaxSrqs};
     StagTable stags{Limits::kMaxStags};
+    // IB: address handles (ri_ah_*); null on iWARP, which has none. Set with `hca`.
+    std::unique_ptr<ObjectTable<Ah>> ahs;
 
     // Send-queue retirement words, by QP slot: written by CQ pollers, read by posters.
     // They live here, not in the QP, so a late poll never touches a destroyed QP.
@@ -235,6 +251,16 @@ class Device {
     ri_api_return_t destroy_cq(RnicHandle &owner, void *handle, Serialisation by);
     ri_api_return_t destroy_srq(RnicHandle &owner, void *handle, Serialisation by);
     ri_api_return_t destroy_qp(RnicHandle &owner, void *handle, Serialisation by);
+
+    // --- IB address handles (ah.cpp; RNICPI L6361-6598). `av` is checked against the
+    // instance's ports (check_address_vector); the handle is `owner`'s.
+    ri_api_return_t create_ah(RnicHandle &owner, void *pd_handle, const ri_ud_address_vector_t &av,
+                              ri_os_data_t os, Ah *&out);
+    ri_api_return_t modify_ah(RnicHandle &owner, void *handle, const ri_ud_address_vector_t &av);
+    ri_api_return_t query_ah(RnicHandle &owner, void *handle, ri_ud_address_vector_t &av,
+                             void *&pd_handle);
+    ri_api_return_t destroy_ah(RnicHandle &owner, void *handle);
+    Ah *owned_ah(void *handle, const RnicHandle *owner);
 
     // --- memory registration (registration.cpp): validates the rights and the range,
     // takes an STag and publishes it (valid last); same contract as the creation calls.

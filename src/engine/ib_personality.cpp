@@ -1,8 +1,8 @@
 // The InfiniBand personality (docs/ib-personality.md): an HCA with ports (Device::hca).
 // It implements ri_rnic_modify, RC and UD QPs with the IB state machine
-// (qp_ib_state.cpp) and the special QPs (QP0, QP1); every other entry keeps the default answer
-// until its step of the plan lands (§10): address handles, multicast, datagrams and SMA MADs answer
-// RI_RET_XPORT_UNSUPPORTED.
+// (qp_ib_state.cpp), the special QPs (QP0, QP1) and address handles (ah.cpp); every other
+// entry keeps the default answer until its step of the plan lands (§10): multicast,
+// datagrams and SMA MADs answer RI_RET_XPORT_UNSUPPORTED.
 #include "engine/abi.hpp"
 #include "engine/device.hpp"
 #include "engine/personality.hpp"
@@ -89,6 +89,37 @@ ri_api_return_t ib_special_qp_get(RnicHandle &r, uint8_t port, uint32_t type, ri
     return ret;
 }
 
+// Address handles (RNICPI L6361-6598; ah.cpp).
+ri_api_return_t ib_ah_create(RnicHandle &r, ri_pd_handle_t pd, ri_ud_address_vector_t *av,
+                             ri_address_handle_t *ah, ri_vp_data_t, ri_os_data_t os) {
+    if (!av || !ah) return RI_RET_INVALID_PARAMETER;  // L6415
+    Ah *a = nullptr;
+    ri_api_return_t ret = r.dev->create_ah(r, pd, *av, os, a);
+    if (ret == RI_RET_SUCCESS) *ah = a->handle;
+    return ret;
+}
+
+ri_api_return_t ib_ah_query(RnicHandle &r, ri_address_handle_t ah, ri_ud_address_vector_t *av,
+                            ri_pd_handle_t *pd) {
+    // The handle is checked first: a bad one is ADDRESS_HANDLE_INVALID whatever the outputs.
+    if (!r.dev->owned_ah(ah, &r)) return RI_RET_ADDRESS_HANDLE_INVALID;
+    if (!av || !pd) return RI_RET_INVALID_PARAMETER;  // L6451
+    void *p = nullptr;
+    ri_api_return_t ret = r.dev->query_ah(r, ah, *av, p);
+    if (ret == RI_RET_SUCCESS) *pd = p;
+    return ret;
+}
+
+ri_api_return_t ib_ah_modify(RnicHandle &r, ri_address_handle_t ah, ri_ud_address_vector_t *av) {
+    if (!r.dev->owned_ah(ah, &r)) return RI_RET_ADDRESS_HANDLE_INVALID;
+    if (!av) return RI_RET_INVALID_PARAMETER;  // L6486
+    return r.dev->modify_ah(r, ah, *av);
+}
+
+ri_api_return_t ib_ah_destroy(RnicHandle &r, ri_address_handle_t ah) {
+    return r.dev->destroy_ah(r, ah);
+}
+
 Personality make_ib() {
     Personality p;
     p.name = "ib";
@@ -96,6 +127,10 @@ Personality make_ib() {
     p.qp_create_check = ib_qp_create_check;
     p.qp_modify = ib_qp_modify;
     p.special_qp_get = ib_special_qp_get;
+    p.ah_create = ib_ah_create;
+    p.ah_query = ib_ah_query;
+    p.ah_modify = ib_ah_modify;
+    p.ah_destroy = ib_ah_destroy;
     return with_defaults(p);
 }
 

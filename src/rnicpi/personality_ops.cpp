@@ -67,6 +67,7 @@ struct PersonalityOps {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
+            Serial s(r);
             return of(*r).ah_create(*r, pd, av, ah, vp, os);
         });
     }
@@ -77,6 +78,7 @@ struct PersonalityOps {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
+            Serial s(r);
             return of(*r).ah_query(*r, ah, av, pd);
         });
     }
@@ -86,6 +88,7 @@ struct PersonalityOps {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
+            Serial s(r);
             return of(*r).ah_modify(*r, ah, av);
         });
     }
@@ -95,6 +98,7 @@ struct PersonalityOps {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
+            Serial s(r);
             return of(*r).ah_destroy(*r, ah);
         });
     }
