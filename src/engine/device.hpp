@@ -100,6 +100,21 @@ struct Cqe {
     uint32_t retire_slot;  // QP slot whose send queue this completion retires, or ~0
     uint64_t retire_word;  // (incarnation << 40) | send-queue position after this WR
     bool solicited;
+    bool datagram;  // IB: a UD receive, whose CqeDatagram trails it in the CQ's slot
+};
+
+// The fields of a UD receive completion that ri_rc_wc_t lacks (ri_gen_wc_t, RNICPI
+// L3525-3530). ri_gen_wc_t's prefix up to immediate_data is ri_rc_wc_t's, with qpn where
+// invalidated_rtag is (the union ri_wc_t overlays them). IB instances' CQs carry one of these
+// per slot; iWARP CQs none.
+struct CqeDatagram {
+    uint32_t qpn;
+    uint32_t remote_qpn;
+    ri_lid_t remote_lid;
+    uint8_t remote_sl;
+    uint8_t local_lid_pathbits;
+    uint8_t grh_present;
+    uint16_t pkey_index;
 };
 
 // A completion queue; its users are the work queues it is attached to.
@@ -117,6 +132,8 @@ class Cq : public Object {
 
     // Producer side (any thread). Returns false on overflow (the CQ is then in error).
     bool push(const Cqe &e);
+    // The same for a UD receive completion (a CQ of an IB instance).
+    bool push_datagram(const Cqe &e, const CqeDatagram &d);
     // Consumer side: fills up to `max` entries. One consumer at a time (RNICPI serialises
     // the calls on one CQ: the consumer, or the provider-serialised handle's lock).
     uint32_t poll(ri_wc_t *out, uint32_t max);
@@ -130,6 +147,9 @@ class Cq : public Object {
   private:
     // SOFTRNIC_LOG=debug: one line for a completion in error (push() asks only at that level).
     void log_error_completion(const Cqe &e) const;
+    template <class Fill>
+    bool push_with(const Cqe &e, Fill &&fill);
+    uint32_t poll_ib(ri_wc_t *out, uint32_t max);
 };
 
 // A receive WQE as kept in a receive queue or SRQ; its SGEs trail it in the slot.

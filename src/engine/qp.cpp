@@ -147,6 +147,7 @@ void Qp::query(ri_qp_attr_t &a) {
 
 void Qp::destroy() {
     cancelling.store(true, std::memory_order_release);
+    ib_unbind_datagram();  // IB UD: no datagram reaches the QP once this returns
     // Stream first: an arrival being handled finishes normally instead of meeting a QP
     // that is already gone and answering the peer with a Terminate.
     if (chan) {

@@ -95,6 +95,9 @@ ri_api_return_t Qp::validate_sq_wr(const ri_wr_t &wr) const {
 }
 
 ri_api_return_t Qp::post_sq(const ri_wr_t *wrs, uint32_t &num) {
+    // A UD QP's WRs are datagrams (qp_datagram.cpp); one test per call, not per WR.
+    if (ib && ib->service == IbService::Ud) [[unlikely]]
+        return post_sq_datagram(wrs, num);
     uint32_t n = num;
     num = 0;
     if (n && !wrs) return RI_RET_INVALID_PARAMETER;

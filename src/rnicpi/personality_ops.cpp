@@ -57,6 +57,7 @@ struct PersonalityOps {
         if (err) *err = 0;
         RnicHandle *r = fast_rnic(h);
         if (!r) return RI_RET_RNIC_INVALID_HANDLE;
+        Serial s(r);
         return of(*r).qp_post_datagram(*r, qp, type, flags, id, sg, num, imm, ah, dest_qp, qkey,
                                        rate);
     }

@@ -524,9 +524,10 @@ TEST(IbInstance, NotBuiltYetAnswersTheDefault) {
     ri_gid_t gid{};
     EXPECT_EQ(ri_mcast_attach(in.rnic, 0xC001, &gid, qp, nullptr, nullptr, &err),
               RI_RET_XPORT_UNSUPPORTED);
+    // Datagrams are built too: a UD QP in Reset refuses them (L4422).
     EXPECT_EQ(ri_qp_post_datagram(in.rnic, qp, RI_WR_TYPE_SEND, RI_WR_SIGNALED_FLAG, 1, nullptr, 0,
                                   0, nullptr, 1, 0, 0, &err),
-              RI_RET_XPORT_UNSUPPORTED);
+              RI_RET_QP_INVALID_STATE);
     char mad_in[256] = {}, mad_out[256] = {};
     EXPECT_EQ(ri_process_sma_mad(in.rnic, 1, mad_in, mad_out, &err), RI_RET_XPORT_UNSUPPORTED);
     EXPECT_EQ(ri_qp_destroy(in.rnic, qp, &err), RI_RET_SUCCESS);
