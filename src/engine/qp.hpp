@@ -173,6 +173,12 @@ class Qp final : public transport::Endpoint, public Object {
     void finish_outbound(InFlight &f, transport::OpResult res);
     void complete_sq(const WrInfo &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
                      bool force);
+    // complete_sq's completion, built into `e`; false when there is none to queue (an
+    // unsignalled success).
+    bool sq_cqe(const WrInfo &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
+                bool force, Cqe &e);
+    // complete_sq for a UD QP: the completion carries the QPN (ri_gen_wc_t).
+    void complete_sq_datagram(const WrInfo &w, ri_wc_status_t status, uint64_t bytes, bool force);
     // After Channel::detach: completes the operations still in flight (flushed), or on
     // destroy only releases their memory.
     void complete_inflight();

@@ -98,7 +98,7 @@ ri_api_return_t Qp::post_sq_datagram(const ri_wr_t *wrs, uint32_t &num) {
         if (s != IbQpState::Rts) {
             // SQE, Error: never refused, completes flushed (L4422-4431; section 7.4).
             WrInfo info{wr.id, flags, wr.type, 0, ++sq_head};
-            complete_sq(info, RI_WC_TYPE_SEND, RI_WC_STATUS_WR_FLUSHED_ERROR, 0, true);
+            complete_sq_datagram(info, RI_WC_STATUS_WR_FLUSHED_ERROR, 0, true);
             ++num;
             continue;
         }
@@ -138,7 +138,7 @@ void Qp::send_datagram(const ri_wr_datagram_t &wr, const ResolvedAv &av, const W
         // A local error moves a UD QP to SQE (section 7.4): this WR completes with it, the
         // ones after it flushed, until SQE -> RTS.
         c.state.store(IbQpState::Sqe, std::memory_order_release);
-        complete_sq(info, RI_WC_TYPE_SEND, st, 0, true);
+        complete_sq_datagram(info, st, 0, true);
         return;
     }
     transport::ib::DatagramSend d;
@@ -162,7 +162,7 @@ void Qp::send_datagram(const ri_wr_datagram_t &wr, const ResolvedAv &av, const W
     d.solicited = raw(wr.flags) & RI_WR_SOLICITED_EVENT_FLAG;
     dev->hca->send_datagram(c.port, d);
     put_refs(refs, wr.num_sgls);
-    complete_sq(info, RI_WC_TYPE_SEND, RI_WC_STATUS_SUCCESS, length, c.signal_completions);
+    complete_sq_datagram(info, RI_WC_STATUS_SUCCESS, length, c.signal_completions);
 }
 
 // ----------------------------------------------------------------------------- arrivals
@@ -243,6 +243,17 @@ transport::DatagramVerdict Qp::rx_datagram(const transport::DatagramArrival &a) 
     complete_recv_datagram(w, RI_WC_STATUS_SUCCESS, total, flags, a.has_immediate ? a.immediate : 0,
                            src);
     return DatagramVerdict::Delivered;
+}
+
+void Qp::complete_sq_datagram(const WrInfo &w, ri_wc_status_t status, uint64_t bytes, bool force) {
+    Cqe e{};
+    if (!sq_cqe(w, RI_WC_TYPE_SEND, status, bytes, force, e)) return;
+    CqeDatagram d{};
+    d.qpn = qp_id;
+    if (!scq->push_datagram(e, d)) {
+        raise(RI_EVENT_QP_CQ_SQ_ERROR);
+        enter_error(false);
+    }
 }
 
 void Qp::complete_recv_datagram(const RecvWqe &w, ri_wc_status_t status, uint64_t bytes,

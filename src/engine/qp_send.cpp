@@ -131,11 +131,20 @@ ri_api_return_t Qp::post_sq(const ri_wr_t *wrs, uint32_t &num) {
 
 void Qp::complete_sq(const WrInfo &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
                      bool force) {
+    Cqe e{};
+    if (!sq_cqe(w, type, status, bytes, force, e)) return;
+    if (!scq->push(e)) {
+        raise(RI_EVENT_QP_CQ_SQ_ERROR);
+        enter_error(false);
+    }
+}
+
+bool Qp::sq_cqe(const WrInfo &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
+                bool force, Cqe &e) {
     count_completion(type, status, bytes);
     uint32_t flags = w.flags;
     bool signaled = flags & RI_WR_SIGNALED_FLAG;
-    if (status == RI_WC_STATUS_SUCCESS && !signaled && !force) return;
-    Cqe e{};
+    if (status == RI_WC_STATUS_SUCCESS && !signaled && !force) return false;
     e.wc.op_type = type;
     e.wc.cq_os_data = scq->os_data;
     e.wc.qp_os_data = os_data;
@@ -156,10 +165,7 @@ void Qp::complete_sq(const WrInfo &w, ri_wc_type_t type, ri_wc_status_t status, 
     e.solicited = status != RI_WC_STATUS_SUCCESS || (flags & RI_WR_LOCAL_SOLICITED_FLAG);
     e.retire_slot = slot;
     e.retire_word = ((incarnation & 0xFFFFFF) << 40) | (w.pos & kPosMask);
-    if (!scq->push(e)) {
-        raise(RI_EVENT_QP_CQ_SQ_ERROR);
-        enter_error(false);
-    }
+    return true;
 }
 
 ri_wc_status_t Qp::resolve_local(const ri_data_seg_t *sg, uint32_t n, uint32_t need, IoSpan *spans,

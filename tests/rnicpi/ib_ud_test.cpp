@@ -460,6 +460,7 @@ TEST_F(IbUd, DeliveredBetweenInstances) {
     EXPECT_EQ(sent[0].rc_wc.op_status, RI_WC_STATUS_SUCCESS);
     EXPECT_EQ(sent[0].rc_wc.id, 5u);
     EXPECT_EQ(sent[0].rc_wc.bytes_transferred, 300u);
+    EXPECT_EQ(sent[0].ud_wc.qpn, tx.qpn);  // a UD QP's completions are ri_gen_wc_t
 
     std::vector<ri_wc_t> got = b.drain();
     ASSERT_EQ(got.size(), 1u);
