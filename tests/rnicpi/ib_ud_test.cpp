@@ -14,7 +14,8 @@
 
 namespace {
 
-ri_err_data_t err = 0;
+// Per thread: IbUd.ConcurrentSenders posts from several.
+thread_local ri_err_data_t err = 0;
 
 constexpr unsigned kNext = RI_QP_ATTR_NEXT_STATE;
 constexpr unsigned kQkey = RI_QP_ATTR_QKEY;
