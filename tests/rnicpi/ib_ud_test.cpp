@@ -127,8 +127,12 @@ struct IbNode {
 
     // A UD QP on `port` with Q_Key `qkey`, driven to `to` (Reset, Init, RTR or RTS).
     UdQp ud(uint8_t port, uint32_t qkey, ri_qp_state_t to = RI_QP_STATE_READY_TO_SEND,
-            uint32_t sq = 16, uint32_t rq = 16, uint32_t sges = 2) {
+            uint32_t sq = 16, uint32_t rq = 16, uint32_t sges = 2, ri_srq_handle_t srq = nullptr) {
         ri_qp_attr_t qa{};
+        if (srq) {
+            qa.srq_valid = 1;
+            qa.srq.srq_handle = srq;
+        }
         qa.pd = pd;
         qa.scq.scq_handle = cq;
         qa.rcq.rcq_handle = cq;
@@ -846,6 +850,56 @@ TEST_F(IbUd, ConcurrentSenders) {
     t3.join();
     (void)a.drain();
     (void)b.drain();
+}
+
+// The MTU bound is the port's active MTU (4096 by default): a datagram of exactly 4096 bytes
+// goes, one byte more does not.
+TEST_F(IbUd, DefaultMtuBoundary) {
+    IbNode a(subnet_);
+    UdQp tx = a.ud(1, 0x1), rx = a.ud(2, 0x2);
+    Buffer &src = a.buffer(4097, 9);
+    Buffer &dst = a.buffer(kGrh + 4096, 0);
+    ASSERT_EQ(a.recv(rx, dst, 0, kGrh + 4096, 1), RI_RET_SUCCESS);
+    ri_address_handle_t ah = a.ah(local_av(1, a.lid(2)));
+    ASSERT_EQ(a.send(tx, ah, rx.qpn, 0x2, src, 0, 4096, 1), RI_RET_SUCCESS);
+    std::vector<ri_wc_t> wcs = a.drain();
+    ASSERT_EQ(wcs.size(), 2u);
+    for (const ri_wc_t &w : wcs)
+        EXPECT_EQ(w.ud_wc.op_status, RI_WC_STATUS_SUCCESS);
+    EXPECT_EQ(of_type(wcs, RI_WC_TYPE_DATA_RECEIVED).at(0).ud_wc.bytes_transferred, kGrh + 4096);
+    ASSERT_EQ(a.send(tx, ah, rx.qpn, 0x2, src, 0, 4097, 2), RI_RET_SUCCESS);
+    wcs = a.drain();
+    ASSERT_EQ(wcs.size(), 1u);
+    EXPECT_EQ(wcs[0].ud_wc.op_status, RI_WC_STATUS_LOCAL_LENGTH_ERROR);
+    EXPECT_EQ(wcs[0].ud_wc.qpn, tx.qpn);
+}
+
+// A UD QP on a shared receive queue takes its receives from the SRQ.
+TEST_F(IbUd, SharedReceiveQueue) {
+    IbNode a(subnet_);
+    ri_srq_attr_t sa{};
+    sa.max_wrs = 8;
+    sa.max_sgl = 1;
+    sa.pd = a.pd;
+    ri_srq_handle_t srq = nullptr;
+    ASSERT_EQ(ri_srq_create(a.rnic, &sa, &srq, nullptr, nullptr, &err), RI_RET_SUCCESS);
+    {
+        UdQp tx = a.ud(1, 0x1), rx = a.ud(2, 0x2, RI_QP_STATE_READY_TO_SEND, 16, 16, 1, srq);
+        Buffer &src = a.buffer(64, 0x33);
+        Buffer &dst = a.buffer(256, 0);
+        ri_data_seg_t s = dst.sge(0, 256);
+        ASSERT_EQ(ri_srq_post_recv(a.rnic, srq, rt::F(0), 42, &s, 1, &err), RI_RET_SUCCESS);
+        ri_address_handle_t ah = a.ah(local_av(1, a.lid(2)));
+        ASSERT_EQ(a.send(tx, ah, rx.qpn, 0x2, src, 0, 32, 1), RI_RET_SUCCESS);
+        std::vector<ri_wc_t> got = of_type(a.drain(), RI_WC_TYPE_DATA_RECEIVED);
+        ASSERT_EQ(got.size(), 1u);
+        EXPECT_EQ(got[0].ud_wc.id, 42u);
+        EXPECT_EQ(got[0].ud_wc.qpn, rx.qpn);
+        EXPECT_EQ(got[0].ud_wc.remote_qpn, tx.qpn);
+        EXPECT_EQ(dst.bytes[kGrh + 31], 0x33);
+        a.destroy(rx.h);
+    }
+    EXPECT_EQ(ri_srq_destroy(a.rnic, srq, &err), RI_RET_SUCCESS);
 }
 
 }  // namespace
