@@ -13,7 +13,11 @@
 
 namespace softrnic::engine {
 
-Qp::~Qp() = default;
+Qp::~Qp() {
+    // A QP freed without ri_qp_destroy (its instance destroyed under it) must not stay
+    // reachable through the datagram fabric. The Device's ports outlive its QP table.
+    ib_unbind_datagram();
+}
 
 // ------------------------------------------------------------------------ error handling
 
