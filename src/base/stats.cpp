@@ -34,6 +34,8 @@ constexpr std::string_view kNames[kStatCount] = {
     "completions_error", "completions_flushed", "async_events",      "cm_connects_tcp",
     "cm_connects_shm",   "cm_connect_failures", "tcp_bytes_sent",    "tcp_bytes_received",
     "shm_doorbells",     "shm_stall_doorbells", "shm_direct_writes", "progress_wakeups",
+    "ud_sent",           "ud_delivered",        "ud_no_receive",     "ud_key_violations",
+    "ud_unreachable",
 };
 static_assert(sizeof kNames / sizeof kNames[0] == kStatCount);
 

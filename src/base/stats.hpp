@@ -54,6 +54,11 @@ enum class Stat : uint16_t {
     ShmStallDoorbells,
     ShmDirectWrites,
     ProgressWakeups,
+    UdSent,           // InfiniBand UD datagrams handed to the fabric
+    UdDelivered,      // UD datagrams placed in a receive buffer
+    UdNoReceive,      // UD datagrams dropped at a QP with no receive posted (IBA: silent)
+    UdKeyViolations,  // UD datagrams dropped for a Q_Key or P_Key mismatch
+    UdUnreachable,    // UD datagrams to a LID or QP that does not receive them
     Count,
 };
 

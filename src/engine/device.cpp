@@ -1,5 +1,8 @@
 #include "engine/device.hpp"
 
+#include <cstddef>
+#include <cstring>
+
 #include "base/log.hpp"
 #include "base/stats.hpp"
 #include "engine/qp.hpp"
@@ -140,12 +143,25 @@ void Cq::log_error_completion(const Cqe &e) const {
 }
 
 bool Cq::push(const Cqe &e) {
+    return push_with(e, [&](Cqe &slot, std::span<std::byte>) { slot = e; });
+}
+
+bool Cq::push_datagram(const Cqe &e, const CqeDatagram &d) {
+    return push_with(e, [&](Cqe &slot, std::span<std::byte> t) {
+        slot = e;
+        slot.datagram = t.size() >= sizeof d;
+        if (slot.datagram) std::memcpy(t.data(), &d, sizeof d);
+    });
+}
+
+template <class Fill>
+bool Cq::push_with(const Cqe &e, Fill &&fill) {
     // Behind the level's branch first: nothing but that branch on the success path.
     if (base::log_on(base::LogLevel::Info, base::LogSubsys::Engine)) [[unlikely]]
         log_error_completion(e);
     GateScope g(resize_gate, /*wait=*/true);
     if (overflowed.load(std::memory_order_acquire)) return false;
-    bool ok = ring.push([&](Cqe &slot, std::span<std::byte>) { slot = e; });
+    bool ok = ring.push(fill);
     if (!ok) {
         if (!overflowed.exchange(true, std::memory_order_acq_rel))
             dev->raise(RI_EVENT_CQ_OVERFLOW_DETECTED, handle, ObjKind::Cq, os_data);
@@ -172,7 +188,7 @@ ri_api_return_t Cq::resize(uint32_t &num_cqe) {
     } reopen{resize_gate};
     if (num_cqe < ring.size()) return RI_RET_CQ_WOULD_OVERFLOW;
     SlotQueue<Cqe> bigger;
-    bigger.reset(num_cqe, 0);
+    bigger.reset(num_cqe, ring.trailers());
     ring.move_into(bigger);
     ring.swap(bigger);
     requested = num_cqe;
@@ -214,6 +230,9 @@ ri_api_return_t Srq::modify(uint32_t m, ri_srq_attr_t &a) {
 }
 
 uint32_t Cq::poll(ri_wc_t *out, uint32_t max) {
+    // An IB instance's CQ carries UD completions: its own loop, so an iWARP CQ's is as it was.
+    if (ring.trailers()) [[unlikely]]
+        return poll_ib(out, max);
     // No resize gate here: a poll and a resize of the same CQ never overlap (the consumer
     // serialises calls on one CQ, or the provider-serialised view holds the handle's lock).
     uint32_t n = 0;
@@ -222,6 +241,50 @@ uint32_t Cq::poll(ri_wc_t *out, uint32_t max) {
         out[n].rc_wc = c.wc;
         if (c.retire_slot != ~0u) {
             // Free the send-queue slots up to this WR, unless the QP was reset since.
+            std::atomic<uint64_t> &w = dev->sq_retired[c.retire_slot];
+            uint64_t cur = w.load(std::memory_order_acquire);
+            while ((cur >> 40) == (c.retire_word >> 40) &&
+                   (cur & kPosMask) < (c.retire_word & kPosMask) &&
+                   !w.compare_exchange_weak(cur, c.retire_word, std::memory_order_acq_rel)) {
+            }
+        }
+    }))
+        ++n;
+    return n;
+}
+
+// ri_wc_t overlays the two completion layouts: what poll_ib copies as ri_rc_wc_t must be
+// where ri_gen_wc_t has the same fields.
+static_assert(offsetof(ri_gen_wc_t, flags) == offsetof(ri_rc_wc_t, flags) &&
+              offsetof(ri_gen_wc_t, qpn) == offsetof(ri_rc_wc_t, invalidated_rtag) &&
+              offsetof(ri_gen_wc_t, qp_os_data) == offsetof(ri_rc_wc_t, qp_os_data) &&
+              offsetof(ri_gen_wc_t, id) == offsetof(ri_rc_wc_t, id) &&
+              offsetof(ri_gen_wc_t, op_status) == offsetof(ri_rc_wc_t, op_status) &&
+              offsetof(ri_gen_wc_t, bytes_transferred) == offsetof(ri_rc_wc_t, bytes_transferred) &&
+              offsetof(ri_gen_wc_t, immediate_data) == offsetof(ri_rc_wc_t, immediate_data));
+
+// As poll(), writing ri_gen_wc_t's fields for UD receives (the rest as ri_rc_wc_t, whose
+// tail, err_data, the provider leaves zero either way).
+uint32_t Cq::poll_ib(ri_wc_t *out, uint32_t max) {
+    uint32_t n = 0;
+    constexpr uint64_t kPosMask = (uint64_t{1} << 40) - 1;
+    while (n < max && ring.pop_single_consumer([&](const Cqe &c, std::span<const std::byte> t) {
+        std::memset(&out[n], 0, sizeof out[n]);
+        out[n].rc_wc = c.wc;
+        if (c.datagram && t.size() >= sizeof(CqeDatagram)) {
+            CqeDatagram d;
+            std::memcpy(&d, t.data(), sizeof d);
+            ri_gen_wc_t &g = out[n].ud_wc;
+            g.qpn = d.qpn;
+            g.remote_qpn = d.remote_qpn;
+            g.remote_lid = d.remote_lid;
+            g.remote_sl = d.remote_sl;
+            g.local_lid_pathbits = d.local_lid_pathbits;
+            g.grh_present = d.grh_present;
+            g.pkey_index = d.pkey_index;
+            g.err_data = 0;
+        }
+        if (c.retire_slot != ~0u) {
             std::atomic<uint64_t> &w = dev->sq_retired[c.retire_slot];
             uint64_t cur = w.load(std::memory_order_acquire);
             while ((cur >> 40) == (c.retire_word >> 40) &&

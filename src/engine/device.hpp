@@ -43,6 +43,7 @@ struct Limits {
     static constexpr uint32_t kMaxOrdQp = 128;
     static constexpr uint32_t kMaxInline = 0;  // INLINE_OK is a hint we may ignore (L8922)
     static constexpr uint64_t kPageSize = 4096;
+    static constexpr uint32_t kMaxAddrHandles = 16384;  // IB instances only
 };
 
 enum class View : uint8_t { Privileged = 0, PrivilegedVpLocking = 1, User = 2 };
@@ -80,12 +81,40 @@ struct RnicHandle {
 // A protection domain: nothing but an object that others use.
 class Pd : public Object {};
 
+// An InfiniBand address handle (ri_ah_create, RNICPI L6361; docs/ib-personality.md 4.4):
+// an address vector and the PD it was created on. Its vector changes only through
+// ri_ah_modify, under `mu`; a UD send copies what it needs out of it at post time
+// (Qp::post_datagram), so a handle may be modified or destroyed while sends that named it
+// are outstanding without touching them.
+class Ah : public Object {
+  public:
+    Use<Pd> pd;
+    void *pd_handle = nullptr;
+    mutable std::mutex mu;
+    ri_ud_address_vector_t av{};  // guarded by mu
+};
+
 // A completion as queued inside a CQ.
 struct Cqe {
     ri_rc_wc_t wc;
     uint32_t retire_slot;  // QP slot whose send queue this completion retires, or ~0
     uint64_t retire_word;  // (incarnation << 40) | send-queue position after this WR
     bool solicited;
+    bool datagram;  // IB: a UD receive, whose CqeDatagram trails it in the CQ's slot
+};
+
+// The fields of a UD receive completion that ri_rc_wc_t lacks (ri_gen_wc_t, RNICPI
+// L3525-3530). ri_gen_wc_t's prefix up to immediate_data is ri_rc_wc_t's, with qpn where
+// invalidated_rtag is (the union ri_wc_t overlays them). IB instances' CQs carry one of these
+// per slot; iWARP CQs none.
+struct CqeDatagram {
+    uint32_t qpn;
+    uint32_t remote_qpn;
+    ri_lid_t remote_lid;
+    uint8_t remote_sl;
+    uint8_t local_lid_pathbits;
+    uint8_t grh_present;
+    uint16_t pkey_index;
 };
 
 // A completion queue; its users are the work queues it is attached to.
@@ -103,6 +132,8 @@ class Cq : public Object {
 
     // Producer side (any thread). Returns false on overflow (the CQ is then in error).
     bool push(const Cqe &e);
+    // The same for a UD receive completion (a CQ of an IB instance).
+    bool push_datagram(const Cqe &e, const CqeDatagram &d);
     // Consumer side: fills up to `max` entries. One consumer at a time (RNICPI serialises
     // the calls on one CQ: the consumer, or the provider-serialised handle's lock).
     uint32_t poll(ri_wc_t *out, uint32_t max);
@@ -116,6 +147,9 @@ class Cq : public Object {
   private:
     // SOFTRNIC_LOG=debug: one line for a completion in error (push() asks only at that level).
     void log_error_completion(const Cqe &e) const;
+    template <class Fill>
+    bool push_with(const Cqe &e, Fill &&fill);
+    uint32_t poll_ib(ri_wc_t *out, uint32_t max);
 };
 
 // A receive WQE as kept in a receive queue or SRQ; its SGEs trail it in the slot.
@@ -184,6 +218,8 @@ class Device {
     ObjectTable<Qp> qps{ObjKind::Qp, Limits::kMaxQps};
     ObjectTable<Srq> srqs{ObjKind::Srq, Limits::kMaxSrqs};
     StagTable stags{Limits::kMaxStags};
+    // IB: address handles (ri_ah_*); null on iWARP, which has none. Set with `hca`.
+    std::unique_ptr<ObjectTable<Ah>> ahs;
 
     // Send-queue retirement words, by QP slot: written by CQ pollers, read by posters.
     // They live here, not in the QP, so a late poll never touches a destroyed QP.
@@ -235,6 +271,16 @@ class Device {
     ri_api_return_t destroy_cq(RnicHandle &owner, void *handle, Serialisation by);
     ri_api_return_t destroy_srq(RnicHandle &owner, void *handle, Serialisation by);
     ri_api_return_t destroy_qp(RnicHandle &owner, void *handle, Serialisation by);
+
+    // --- IB address handles (ah.cpp; RNICPI L6361-6598). `av` is checked against the
+    // instance's ports (check_address_vector); the handle is `owner`'s.
+    ri_api_return_t create_ah(RnicHandle &owner, void *pd_handle, const ri_ud_address_vector_t &av,
+                              ri_os_data_t os, Ah *&out);
+    ri_api_return_t modify_ah(RnicHandle &owner, void *handle, const ri_ud_address_vector_t &av);
+    ri_api_return_t query_ah(RnicHandle &owner, void *handle, ri_ud_address_vector_t &av,
+                             void *&pd_handle);
+    ri_api_return_t destroy_ah(RnicHandle &owner, void *handle);
+    Ah *owned_ah(void *handle, const RnicHandle *owner);
 
     // --- memory registration (registration.cpp): validates the rights and the range,
     // takes an STag and publishes it (valid last); same contract as the creation calls.

@@ -8,7 +8,7 @@
 
 namespace softrnic::engine {
 
-enum class ObjKind : uint8_t { Pd = 1, Cq = 2, Qp = 3, Srq = 4, Mr = 5, Mw = 6 };
+enum class ObjKind : uint8_t { Pd = 1, Cq = 2, Qp = 3, Srq = 4, Mr = 5, Mw = 6, Ah = 7 };
 
 constexpr uint8_t kind_tag(ObjKind k) {
     return static_cast<uint8_t>(k);

@@ -1,8 +1,8 @@
 // The InfiniBand personality (docs/ib-personality.md): an HCA with ports (Device::hca).
 // It implements ri_rnic_modify, RC and UD QPs with the IB state machine
-// (qp_ib_state.cpp) and the special QPs (QP0, QP1); every other entry keeps the default answer
-// until its step of the plan lands (§10): address handles, multicast, datagrams and SMA MADs answer
-// RI_RET_XPORT_UNSUPPORTED.
+// (qp_ib_state.cpp), the special QPs (QP0, QP1), address handles (ah.cpp) and UD datagrams
+// in the process (qp_datagram.cpp); every other entry keeps the default answer until its
+// step of the plan lands (§10): multicast and SMA MADs answer RI_RET_XPORT_UNSUPPORTED.
 #include "engine/abi.hpp"
 #include "engine/device.hpp"
 #include "engine/personality.hpp"
@@ -89,6 +89,63 @@ ri_api_return_t ib_special_qp_get(RnicHandle &r, uint8_t port, uint32_t type, ri
     return ret;
 }
 
+// ri_qp_post_datagram (L4190): one datagram WR through the UD QP's send queue
+// (qp_datagram.cpp), as ri_qp_postsq would take it. The static rate is not enforced.
+ri_api_return_t ib_qp_post_datagram(RnicHandle &r, ri_qp_handle_t qp, ri_wr_type_t type,
+                                    ri_wr_flags_t flags, ri_wr_id_t id, ri_data_seg_t *sg,
+                                    uint_t num_sgl, uint32_t imm, ri_address_handle_t ah,
+                                    uint32_t dest_qp, uint32_t qkey, uint8_t rate) {
+    Qp *q = r.dev->qps.lookup(qp);
+    if (!q || q->owner != &r) return RI_RET_QP_INVALID_HANDLE;
+    // Only a UD QP takes datagrams (A10); special QPs' traffic comes later.
+    if (!q->ib || q->ib->service != IbService::Ud) return RI_RET_WR_INVALID_TYPE;
+    ri_wr_t wr{};
+    ri_wr_datagram_t &d = wr.wr_datagram;
+    d.type = type;
+    d.flags = flags;
+    d.id = id;
+    d.sg_list = sg;
+    d.num_sgls = num_sgl;
+    d.imm_data = imm;
+    d.remote_node_address = ah;
+    d.dest_qp = dest_qp;
+    d.dest_qkey = qkey;
+    d.max_static_rate = rate;
+    uint32_t one = 1;
+    return q->post_sq(&wr, one);
+}
+
+// Address handles (RNICPI L6361-6598; ah.cpp).
+ri_api_return_t ib_ah_create(RnicHandle &r, ri_pd_handle_t pd, ri_ud_address_vector_t *av,
+                             ri_address_handle_t *ah, ri_vp_data_t, ri_os_data_t os) {
+    if (!av || !ah) return RI_RET_INVALID_PARAMETER;  // L6415
+    Ah *a = nullptr;
+    ri_api_return_t ret = r.dev->create_ah(r, pd, *av, os, a);
+    if (ret == RI_RET_SUCCESS) *ah = a->handle;
+    return ret;
+}
+
+ri_api_return_t ib_ah_query(RnicHandle &r, ri_address_handle_t ah, ri_ud_address_vector_t *av,
+                            ri_pd_handle_t *pd) {
+    // The handle is checked first: a bad one is ADDRESS_HANDLE_INVALID whatever the outputs.
+    if (!r.dev->owned_ah(ah, &r)) return RI_RET_ADDRESS_HANDLE_INVALID;
+    if (!av || !pd) return RI_RET_INVALID_PARAMETER;  // L6451
+    void *p = nullptr;
+    ri_api_return_t ret = r.dev->query_ah(r, ah, *av, p);
+    if (ret == RI_RET_SUCCESS) *pd = p;
+    return ret;
+}
+
+ri_api_return_t ib_ah_modify(RnicHandle &r, ri_address_handle_t ah, ri_ud_address_vector_t *av) {
+    if (!r.dev->owned_ah(ah, &r)) return RI_RET_ADDRESS_HANDLE_INVALID;
+    if (!av) return RI_RET_INVALID_PARAMETER;  // L6486
+    return r.dev->modify_ah(r, ah, *av);
+}
+
+ri_api_return_t ib_ah_destroy(RnicHandle &r, ri_address_handle_t ah) {
+    return r.dev->destroy_ah(r, ah);
+}
+
 Personality make_ib() {
     Personality p;
     p.name = "ib";
@@ -96,6 +153,11 @@ Personality make_ib() {
     p.qp_create_check = ib_qp_create_check;
     p.qp_modify = ib_qp_modify;
     p.special_qp_get = ib_special_qp_get;
+    p.qp_post_datagram = ib_qp_post_datagram;
+    p.ah_create = ib_ah_create;
+    p.ah_query = ib_ah_query;
+    p.ah_modify = ib_ah_modify;
+    p.ah_destroy = ib_ah_destroy;
     return with_defaults(p);
 }
 

@@ -47,6 +47,9 @@ struct IbQpContext {
     ri_path_migration_state_t mig_state = RI_MIG_STATE_MIGRATED;
     // A special QP's port is fixed when it is handed out (RNICPI L4069); 0 otherwise.
     uint8_t fixed_port = 0;
+    // UD: the port whose datagrams for this QPN reach the QP (Hca::bind_datagram), from
+    // Reset -> Init until Reset or destroy; 0 while unbound. Not touched by clear().
+    uint8_t bound_port = 0;
 
     // Back to what creation gives (Reset: "as though it is newly created", L3981-3994).
     void clear() {

@@ -108,7 +108,7 @@ ri_api_return_t Device::create_cq(RnicHandle &owner, ri_cq_attr_t &attr, ri_os_d
     auto c = make_object<Cq>(*this, owner, os);
     c->handler_id = id;
     c->requested = attr.num_cqe;
-    c->ring.reset(attr.num_cqe, 0);
+    c->ring.reset(attr.num_cqe, is_ib() ? static_cast<uint32_t>(sizeof(CqeDatagram)) : 0);
     out = publish(cqs, std::move(c));
     if (!out) return RI_RET_RESOURCE_SHORTAGE;
     attr.num_cqe = static_cast<uint32_t>(out->ring.capacity());

@@ -13,7 +13,11 @@
 
 namespace softrnic::engine {
 
-Qp::~Qp() = default;
+Qp::~Qp() {
+    // A QP freed without ri_qp_destroy (its instance destroyed under it) must not stay
+    // reachable through the datagram fabric. The Device's ports outlive its QP table.
+    ib_unbind_datagram();
+}
 
 // ------------------------------------------------------------------------ error handling
 
@@ -147,6 +151,7 @@ void Qp::query(ri_qp_attr_t &a) {
 
 void Qp::destroy() {
     cancelling.store(true, std::memory_order_release);
+    ib_unbind_datagram();  // IB UD: no datagram reaches the QP once this returns
     // Stream first: an arrival being handled finishes normally instead of meeting a QP
     // that is already gone and answering the peer with a Terminate.
     if (chan) {

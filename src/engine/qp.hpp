@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "engine/ah.hpp"
 #include "engine/device.hpp"
 #include "engine/ib_qp_context.hpp"
 #include "engine/inflight.hpp"
@@ -140,6 +141,12 @@ class Qp final : public transport::Endpoint, public Object {
     void rx_terminate(std::span<const uint8_t> msg) override;
     void rx_stream_error(transport::RemoteFault fault, std::span<const uint8_t> msg) override;
     void rx_llp_closed(transport::CloseKind kind) override;
+    transport::DatagramVerdict rx_datagram(const transport::DatagramArrival &a) override;
+    // IB UD (qp_datagram.cpp): receive what the instance's port `port` gets for this QPN,
+    // or no longer (waits out deliveries in progress). The caller serialises these (modify,
+    // destroy).
+    void ib_bind_datagram(uint8_t port);
+    void ib_unbind_datagram();
     transport::InflightOp *tx_record(uint32_t seq) override;
     void tx_fail_all(transport::OpResult oldest) override;
     void tx_report() override;
@@ -154,12 +161,24 @@ class Qp final : public transport::Endpoint, public Object {
     ri_api_return_t ib_check_values(uint32_t mask, const ri_qp_attr_t &a, IbQpState from,
                                     IbQpState to) const;
     ri_api_return_t ib_sq_post_state() const;
+    // IB UD (qp_datagram.cpp): the send queue of a UD QP, and its receive completions.
+    ri_api_return_t post_sq_datagram(const ri_wr_t *wrs, uint32_t &num);
+    void send_datagram(const ri_wr_datagram_t &wr, const ResolvedAv &av, const WrInfo &info);
+    void complete_recv_datagram(const RecvWqe &w, ri_wc_status_t status, uint64_t bytes,
+                                uint32_t wc_flags, uint32_t imm,
+                                const transport::DatagramSource &src);
     void discard_rq();  // empties the receive queue without completions (Reset)
     ri_api_return_t validate_sq_wr(const ri_wr_t &wr) const;
     void execute_sq_wr(const ri_wr_t &wr, const WrInfo &info);
     void finish_outbound(InFlight &f, transport::OpResult res);
     void complete_sq(const WrInfo &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
                      bool force);
+    // complete_sq's completion, built into `e`; false when there is none to queue (an
+    // unsignalled success).
+    bool sq_cqe(const WrInfo &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
+                bool force, Cqe &e);
+    // complete_sq for a UD QP: the completion carries the QPN (ri_gen_wc_t).
+    void complete_sq_datagram(const WrInfo &w, ri_wc_status_t status, uint64_t bytes, bool force);
     // After Channel::detach: completes the operations still in flight (flushed), or on
     // destroy only releases their memory.
     void complete_inflight();

@@ -1,8 +1,9 @@
 // The InfiniBand QP state machine (Reset, Init, RTR, RTS, SQD, SQE, Error) behind
 // ri_qp_modify on an IB instance (docs/ib-personality.md section 3): the table checks of
 // ib_qp_transitions.cpp, then the value checks, then the effects, all or nothing (RNICPI
-// L3883-3886). No data plane yet (section 10, step 4): an IB QP's Qp::state stays
-// kIbParked outside Error, and its SQ posts in RTS and SQD answer RI_RET_OP_UNSUPPORTED.
+// L3883-3886). An IB QP's Qp::state stays kIbParked outside Error. A UD QP's send queue
+// is qp_datagram.cpp's (binding its QPN on its port from Init on); an RC QP's SQ posts in
+// RTS and SQD answer RI_RET_OP_UNSUPPORTED until its data plane comes (section 10, step 4).
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -188,6 +189,7 @@ ri_api_return_t Qp::ib_modify(uint32_t mask, ri_qp_attr_t &a) {
         switch (to) {
             case IbQpState::Reset:
                 if (from == IbQpState::Reset) break;
+                ib_unbind_datagram();  // first: no arrival meets the queues being reset
                 // Back to "newly created" (L3981-3994): WRs still queued go without
                 // completions (IBA 1.2 ch. 10, Reset); Error flushed them on entry already.
                 discard_rq();
@@ -221,6 +223,11 @@ ri_api_return_t Qp::ib_modify(uint32_t mask, ri_qp_attr_t &a) {
                 break;
         }
     }
+    // A UD QP receives on its port from Init on (its arrivals are refused until RTR by
+    // rx_datagram); a port change moves it.
+    if (c.service == IbService::Ud && c.port &&
+        c.state.load(std::memory_order_acquire) != IbQpState::Reset)
+        ib_bind_datagram(c.port);
     // Report what is in force now (L3892-3900).
     a.sq_size = sq_size;
     a.rq_size = rq_size;
@@ -260,8 +267,8 @@ ri_api_return_t Qp::ib_sq_post_state() const {
             return RI_RET_QP_INVALID_STATE;  // L4422: only in these states on IB
         case IbQpState::Rts:
         case IbQpState::Sqd:
-            // Would start (or, in SQD, hold) an operation: the IB data plane is step 4 of
-            // docs/ib-personality.md section 10.
+            // Would start (or, in SQD, hold) an operation: RC (and QP0/QP1) traffic is the
+            // rest of step 4 of docs/ib-personality.md section 10; UD posts never come here.
             return RI_RET_OP_UNSUPPORTED;
         case IbQpState::Sqe:
         case IbQpState::Error:

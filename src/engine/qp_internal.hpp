@@ -172,6 +172,37 @@ inline void count_completion(ri_wc_type_t type, ri_wc_status_t status, uint64_t 
 }  // namespace qp_detail
 using namespace qp_detail;
 
+// complete_sq's completion (qp_send.cpp), shared with the UD send queue (qp_datagram.cpp);
+// inline so that complete_sq stays one function on the data path.
+inline bool Qp::sq_cqe(const WrInfo &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
+                       bool force, Cqe &e) {
+    count_completion(type, status, bytes);
+    uint32_t flags = w.flags;
+    bool signaled = flags & RI_WR_SIGNALED_FLAG;
+    if (status == RI_WC_STATUS_SUCCESS && !signaled && !force) return false;
+    e.wc.op_type = type;
+    e.wc.cq_os_data = scq->os_data;
+    e.wc.qp_os_data = os_data;
+    e.wc.id = w.id;
+    e.wc.op_status = status;
+    e.wc.bytes_transferred = static_cast<uint32_t>(bytes);
+    uint32_t wc_flags = flags & (RI_WR_CONSUMER_FLAG0 | RI_WR_CONSUMER_FLAG1);
+    if (flags & RI_WR_LOCAL_SOLICITED_FLAG) wc_flags |= RI_WC_FLAG_LOCAL_SOLICITED;
+    // A send's completion tells whether it carried SE and whether it invalidated (L3514).
+    if (is_send_type(w.type) && (flags & RI_WR_SOLICITED_EVENT_FLAG))
+        wc_flags |= RI_WC_FLAG_SOLICITED_EVENT;
+    if (w.type == RI_WR_TYPE_SEND_INVALIDATE) {
+        wc_flags |= RI_WC_FLAG_RTAG_INVALIDATE;
+        e.wc.invalidated_rtag = w.send_rtag;
+    }
+    e.wc.flags = static_cast<ri_wc_flags_t>(wc_flags);
+    // Solicited for notification: local-solicited success, or any error (L3236-3241).
+    e.solicited = status != RI_WC_STATUS_SUCCESS || (flags & RI_WR_LOCAL_SOLICITED_FLAG);
+    e.retire_slot = slot;
+    e.retire_word = ((incarnation & 0xFFFFFF) << 40) | (w.pos & kPosMask);
+    return true;
+}
+
 // Brackets one arrival from the transport: enters the QP's rx gate, and once the arrival is
 // over, finishes an error transition the arrival started (the flush must not run while the
 // arrival itself is still inside the gate).

@@ -95,6 +95,9 @@ ri_api_return_t Qp::validate_sq_wr(const ri_wr_t &wr) const {
 }
 
 ri_api_return_t Qp::post_sq(const ri_wr_t *wrs, uint32_t &num) {
+    // A UD QP's WRs are datagrams (qp_datagram.cpp); one test per call, not per WR.
+    if (ib && ib->service == IbService::Ud) [[unlikely]]
+        return post_sq_datagram(wrs, num);
     uint32_t n = num;
     num = 0;
     if (n && !wrs) return RI_RET_INVALID_PARAMETER;
@@ -128,31 +131,8 @@ ri_api_return_t Qp::post_sq(const ri_wr_t *wrs, uint32_t &num) {
 
 void Qp::complete_sq(const WrInfo &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
                      bool force) {
-    count_completion(type, status, bytes);
-    uint32_t flags = w.flags;
-    bool signaled = flags & RI_WR_SIGNALED_FLAG;
-    if (status == RI_WC_STATUS_SUCCESS && !signaled && !force) return;
     Cqe e{};
-    e.wc.op_type = type;
-    e.wc.cq_os_data = scq->os_data;
-    e.wc.qp_os_data = os_data;
-    e.wc.id = w.id;
-    e.wc.op_status = status;
-    e.wc.bytes_transferred = static_cast<uint32_t>(bytes);
-    uint32_t wc_flags = flags & (RI_WR_CONSUMER_FLAG0 | RI_WR_CONSUMER_FLAG1);
-    if (flags & RI_WR_LOCAL_SOLICITED_FLAG) wc_flags |= RI_WC_FLAG_LOCAL_SOLICITED;
-    // A send's completion tells whether it carried SE and whether it invalidated (L3514).
-    if (is_send_type(w.type) && (flags & RI_WR_SOLICITED_EVENT_FLAG))
-        wc_flags |= RI_WC_FLAG_SOLICITED_EVENT;
-    if (w.type == RI_WR_TYPE_SEND_INVALIDATE) {
-        wc_flags |= RI_WC_FLAG_RTAG_INVALIDATE;
-        e.wc.invalidated_rtag = w.send_rtag;
-    }
-    e.wc.flags = static_cast<ri_wc_flags_t>(wc_flags);
-    // Solicited for notification: local-solicited success, or any error (L3236-3241).
-    e.solicited = status != RI_WC_STATUS_SUCCESS || (flags & RI_WR_LOCAL_SOLICITED_FLAG);
-    e.retire_slot = slot;
-    e.retire_word = ((incarnation & 0xFFFFFF) << 40) | (w.pos & kPosMask);
+    if (!sq_cqe(w, type, status, bytes, force, e)) return;
     if (!scq->push(e)) {
         raise(RI_EVENT_QP_CQ_SQ_ERROR);
         enter_error(false);

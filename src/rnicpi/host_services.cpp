@@ -418,6 +418,8 @@ ri_api_return_t softrnic_vp_create_ex(const char *name, const softrnic_vp_config
             auto dev = std::make_unique<Device>(name);
             if (hca) {
                 dev->hca = std::move(hca);
+                dev->ahs = std::make_unique<engine::ObjectTable<engine::Ah>>(
+                    engine::ObjKind::Ah, engine::Limits::kMaxAddrHandles);
                 dev->personality = &ib_personality();
             }
             d = dev.get();

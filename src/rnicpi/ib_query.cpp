@@ -24,11 +24,9 @@ static_assert(sizeof(ri_rnic_attr_t) % alignof(ri_gid_t) == 0 &&
               sizeof(ri_ib_rnic_attr_t) % alignof(ri_gid_t) == 0 &&
               sizeof(ri_ib_port_attr_t) % alignof(ri_gid_t) == 0);
 
-// What this step of the personality offers (§10 step 2). The flags and limits of what is
-// not built yet (RNR NAK, AH port check, atomics, UD multicast, type 2B windows; address
-// handles and multicast groups) are reported once their calls answer: multicast limits are
-// zero without multicast (L7960), and a consumer must not be told it may create address
-// handles that ri_ah_create refuses.
+// What the personality offers so far (§10). The flags and limits of what is not built yet
+// (RNR NAK, AH port check, atomics, UD multicast, type 2B windows; multicast groups) are
+// reported once their calls answer: multicast limits are zero without multicast (L7960).
 constexpr uint32_t kIbRnicFlags =
     RI_IB_PORT_ACTIVE_EVENT | RI_IB_PKEY_CNTR | RI_IB_QKEY_CNTR | RI_IB_SI_GUID;
 
@@ -68,6 +66,7 @@ ri_api_return_t fill_ib_rnic_attr(Device &d, uint32_t flags, ri_rnic_attr_t *att
     iba->node_guid = hca.node_guid();
     iba->system_image_guid = hca.system_image_guid();
     iba->ib_rnic_flags = static_cast<ri_ib_rnic_flags_t>(kIbRnicFlags);
+    iba->max_addr_hdls = Limits::kMaxAddrHandles;
     iba->partition_table_size = ib::kPkeyTableSize;  // L7965: at least 1
     iba->num_ports = static_cast<uint8_t>(n);        // valid without port data too (L7982)
     iba->local_ack_delay = 0;

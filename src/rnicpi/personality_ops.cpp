@@ -57,6 +57,7 @@ struct PersonalityOps {
         if (err) *err = 0;
         RnicHandle *r = fast_rnic(h);
         if (!r) return RI_RET_RNIC_INVALID_HANDLE;
+        Serial s(r);
         return of(*r).qp_post_datagram(*r, qp, type, flags, id, sg, num, imm, ah, dest_qp, qkey,
                                        rate);
     }
@@ -67,6 +68,7 @@ struct PersonalityOps {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
+            Serial s(r);
             return of(*r).ah_create(*r, pd, av, ah, vp, os);
         });
     }
@@ -77,6 +79,7 @@ struct PersonalityOps {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
+            Serial s(r);
             return of(*r).ah_query(*r, ah, av, pd);
         });
     }
@@ -86,6 +89,7 @@ struct PersonalityOps {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
+            Serial s(r);
             return of(*r).ah_modify(*r, ah, av);
         });
     }
@@ -95,6 +99,7 @@ struct PersonalityOps {
         return guarded(err, [&] {
             RnicHandle *r = slow_rnic(h);
             if (!r) return RI_RET_RNIC_INVALID_HANDLE;
+            Serial s(r);
             return of(*r).ah_destroy(*r, ah);
         });
     }

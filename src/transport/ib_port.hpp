@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "rnicpi/rnicpi.h"
+#include "transport/transport.hpp"
 
 namespace softrnic::transport::ib {
 
@@ -57,7 +59,30 @@ struct PortAttributes {
     std::array<ri_pkey_t, kPkeyTableSize> pkeys{};  // unused entries are 0 (invalid)
 };
 
+// One UD datagram leaving a port (Hca::send_datagram): the destination, the keys and
+// source fields it carries, and its payload, addressable in this process.
+struct DatagramSend {
+    ri_lid_t dlid = 0;
+    uint32_t dest_qpn = 0;
+    uint32_t q_key = 0;
+    ri_pkey_t pkey = 0;
+    uint32_t src_qpn = 0;
+    uint8_t sl = 0;
+    const std::byte *grh = nullptr;  // kGrhBytes when the address vector has a GRH
+    std::span<const IoSpan> payload;
+    uint64_t length = 0;
+    bool has_immediate = false;
+    uint32_t immediate = 0;
+    bool solicited = false;
+};
+
 // The ports of one IB instance and their membership of a subnet. Thread-safe.
+//
+// Datagram ports (docs/ib-personality.md 4.1-4.4): each port of an attached instance is
+// reachable by its LID from every IB instance of the same subnet in this process. A UD QP
+// binds its QPN on its port (bind_datagram) and receives what send_datagram addresses to
+// (LID, QPN) through Endpoint::rx_datagram, in the sender's thread, with the sender's
+// gather list (one copy). Between processes (the lanes of 4.4) comes with step 6.
 class Hca {
   public:
     explicit Hca(HcaConfig cfg);
@@ -85,13 +110,35 @@ class Hca {
     void set_capabilities(uint8_t number, ri_ib_port_flags_t flags);
     void reset_qkey_counter(uint8_t number);
 
+    // Single attributes of port `number` (1..num_ports()), for the data path: cheaper
+    // than port(). 0 for a bad number or index.
+    ri_lid_t lid(uint8_t number) const;
+    ri_ib_mtu_t active_mtu(uint8_t number) const;
+    ri_pkey_t pkey(uint8_t number, uint16_t index) const;
+    ri_gid_t gid(uint8_t number, uint8_t index) const;
+
+    // `ep` receives the datagrams sent to (LID of `port`, `qpn`) from now on, replacing
+    // any QP bound there before.
+    void bind_datagram(uint8_t port, uint32_t qpn, Endpoint *ep);
+    // No longer: returns once no call into the endpoint bound there is in progress.
+    void unbind_datagram(uint8_t port, uint32_t qpn);
+    // Delivers `d` from `port` to the QP bound at (d.dlid, d.dest_qpn) in this subnet, or
+    // drops it: an unknown LID or QPN drops silently, as a switch and an HCA do. The
+    // receiver's verdict is counted (Q_Key and P_Key violations at its port).
+    DatagramVerdict send_datagram(uint8_t port, const DatagramSend &d);
+
   private:
-    void detach_locked();
+    void detach_locked(std::vector<std::pair<uint8_t, ri_lid_t>> &down);
+    void count_violation(uint8_t number, DatagramVerdict v);
     HcaConfig cfg_;
     mutable std::mutex mu_;
     uint64_t system_image_guid_ = 0;
     bool attached_ = false;
     std::array<PortAttributes, kMaxPorts> ports_{};
+    // Violation counters (PortInfo:Q_KeyViolations and P_KeyViolations, saturating at
+    // 0xFFFF), counted by the senders' threads; port() reports them.
+    std::array<std::atomic<uint16_t>, kMaxPorts> bad_qkey_{};
+    std::array<std::atomic<uint16_t>, kMaxPorts> bad_pkey_{};
 };
 
 // §2.2: 0x02 << 56 | (FNV-1a-64(machine id ‖ 0 ‖ subnet ‖ 0 ‖ name) & 0x00FF_FFFF_FFFF_FF00):

@@ -128,6 +128,35 @@ struct DatagramSource {
     uint32_t pkey_index = 0;
 };
 
+// The 40 bytes a UD receive buffer reserves ahead of the payload for the GRH (RNICPI
+// L3525, L4636-4639), present or not.
+inline constexpr uint32_t kGrhBytes = 40;
+
+// A datagram arriving at a UD QP (Endpoint::rx_datagram): where it came from, the keys it
+// carries, its GRH when the sender's address vector had one, and its payload, addressable
+// in this process (the sender's gather list: the receiver copies it once).
+struct DatagramArrival {
+    DatagramSource source;  // pkey_index is the receiver's to fill
+    uint32_t q_key = 0;
+    ri_pkey_t pkey = 0;
+    const std::byte *grh = nullptr;  // kGrhBytes when source.grh_present
+    std::span<const IoSpan> payload;
+    uint64_t length = 0;
+    bool has_immediate = false;
+    uint32_t immediate = 0;
+    bool solicited = false;
+};
+
+// What became of an arriving datagram: the transport counts the drops where IBA has them
+// counted (the port's Q_Key and P_Key violation counters).
+enum class DatagramVerdict : uint8_t {
+    Delivered,     // a receive WQE completed (successfully, or with a local error)
+    NotReceiving,  // no UD QP in RTR, RTS, SQD or SQE: dropped
+    BadQkey,       // dropped, a Q_Key violation
+    BadPkey,       // dropped, a P_Key violation
+    NoReceive,     // dropped: no receive WQE posted (IBA: silently)
+};
+
 enum class OpOutcome : uint8_t {
     Done,         // completed; the WR completes with success
     Pending,      // the transport will report completion later (asynchronous transports)
@@ -270,6 +299,13 @@ class Endpoint {
     // and the event is raised once. Called under the lock the transport finishes records
     // under.
     virtual void tx_fail_all(OpResult oldest) { (void)oldest; }
+    // A datagram for this UD QP (InfiniBand): key checks, a receive WQE, the GRH area and
+    // the payload, a completion with the source fields. Never raises an error on the QP
+    // for the sender's sake: a UD receiver drops what it cannot take.
+    virtual DatagramVerdict rx_datagram(const DatagramArrival &a) {
+        (void)a;
+        return DatagramVerdict::NotReceiving;
+    }
     // Completes the finished records at the head of the list, in submission order. The
     // transport calls it from its progress context with none of its locks held (the engine
     // may call close() from here), inside its endpoint gate, after finishing records.

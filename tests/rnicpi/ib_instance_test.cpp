@@ -175,12 +175,13 @@ TEST(IbInstance, AttributesAndPorts) {
     EXPECT_EQ(ib.partition_table_size, 16);
     EXPECT_TRUE(ib.ib_rnic_flags & RI_IB_SI_GUID);
     EXPECT_TRUE(ib.ib_rnic_flags & RI_IB_PORT_ACTIVE_EVENT);
-    // Nothing is advertised that the instance refuses: no multicast, no address handles.
+    // Nothing is advertised that the instance refuses: no multicast yet; address handles
+    // as many as ri_ah_create makes.
     EXPECT_FALSE(ib.ib_rnic_flags & RI_IB_UD_MULTICAST);
     EXPECT_FALSE(ib.ib_rnic_flags & RI_IB_APM);
     EXPECT_EQ(ib.max_mcgs, 0u);
     EXPECT_EQ(ib.max_multicast_qps, 0u);
-    EXPECT_EQ(ib.max_addr_hdls, 0u);
+    EXPECT_EQ(ib.max_addr_hdls, 16384u);
     // iWARP-only extensions and SAFE_POST_ON_RTS are not IB's (§2.1).
     EXPECT_FALSE(a.rnic_flags & (RI_RNIC_EXT_ZBVA | RI_RNIC_EXT_LIF | RI_RNIC_SAFE_POST_ON_RTS));
     EXPECT_TRUE(a.rnic_flags & RI_RNIC_EXT_SRQ);
@@ -515,16 +516,18 @@ TEST(IbInstance, NotBuiltYetAnswersTheDefault) {
     qa.qp_xport.qp_ib.trans_type = RI_SERVICE_UNRELIABLE_DATAGRAM;
     ri_qp_handle_t qp = nullptr;
     ASSERT_EQ(ri_qp_create(in.rnic, &qa, &qp, nullptr, nullptr, &err), RI_RET_SUCCESS);
+    // Address handles are built (ib_ud_test.cpp): an all-zero vector is an invalid one.
     ri_ud_address_vector_t av{};
     ri_address_handle_t ah = nullptr;
     EXPECT_EQ(ri_ah_create(in.rnic, pd, &av, &ah, nullptr, nullptr, &err),
-              RI_RET_XPORT_UNSUPPORTED);
+              RI_RET_INVALID_PARAMETER);
     ri_gid_t gid{};
     EXPECT_EQ(ri_mcast_attach(in.rnic, 0xC001, &gid, qp, nullptr, nullptr, &err),
               RI_RET_XPORT_UNSUPPORTED);
+    // Datagrams are built too: a UD QP in Reset refuses them (L4422).
     EXPECT_EQ(ri_qp_post_datagram(in.rnic, qp, RI_WR_TYPE_SEND, RI_WR_SIGNALED_FLAG, 1, nullptr, 0,
                                   0, nullptr, 1, 0, 0, &err),
-              RI_RET_XPORT_UNSUPPORTED);
+              RI_RET_QP_INVALID_STATE);
     char mad_in[256] = {}, mad_out[256] = {};
     EXPECT_EQ(ri_process_sma_mad(in.rnic, 1, mad_in, mad_out, &err), RI_RET_XPORT_UNSUPPORTED);
     EXPECT_EQ(ri_qp_destroy(in.rnic, qp, &err), RI_RET_SUCCESS);

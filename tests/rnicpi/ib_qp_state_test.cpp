@@ -784,9 +784,11 @@ TEST_F(IbQpState, QueryReturnsTheAttributes) {
 
 // ------------------------------------------------------------------------------- posts
 
-// SQ posts: QP_INVALID_STATE in Reset, Init and RTR (L4422); in RTS and SQD they would need
-// the IB data plane (docs/ib-personality.md section 10, step 4): OP_UNSUPPORTED; in Error
-// they complete flushed. RQ posts: QP_INVALID_STATE in Reset (L4659, A15), queued from Init
+// SQ posts: QP_INVALID_STATE in Reset, Init and RTR (L4422); in RTS and SQD an RC QP would
+// need its data plane (docs/ib-personality.md section 10, step 4): OP_UNSUPPORTED; a UD QP
+// in RTS reads the WR as a datagram (A10), whose address handle this one lacks
+// (ib_ud_test.cpp posts real ones), and holding WRs in SQD is not built; in Error they
+// complete flushed. RQ posts: QP_INVALID_STATE in Reset (L4659, A15), queued from Init
 // on, flushed in Error. Nothing is counted as posted when refused.
 TEST_F(IbQpState, PostsPerState) {
     for (bool rc : {true, false}) {
@@ -794,9 +796,10 @@ TEST_F(IbQpState, PostsPerState) {
             SCOPED_TRACE(::testing::Message() << (rc ? "RC " : "UD ") << name_of(s));
             ri_qp_handle_t q = make(rc);
             drive(q, rc, s);
-            ri_api_return_t sq_want = s == S::Error                  ? RI_RET_SUCCESS
-                                      : (s == S::Rts || s == S::Sqd) ? RI_RET_OP_UNSUPPORTED
-                                                                     : RI_RET_QP_INVALID_STATE;
+            ri_api_return_t sq_want = s == S::Error                ? RI_RET_SUCCESS
+                                      : (s == S::Rts && !rc)       ? RI_RET_ADDRESS_HANDLE_INVALID
+                                      : s == S::Rts || s == S::Sqd ? RI_RET_OP_UNSUPPORTED
+                                                                   : RI_RET_QP_INVALID_STATE;
             ri_wr_t wr{};
             wr.wr_send.type = RI_WR_TYPE_SEND;
             wr.wr_send.flags = rt::F(rt::kSig);
@@ -1056,13 +1059,13 @@ TEST_F(IbQpState, SpecialQpTransitions) {
     EXPECT_EQ(ri_cq_destroy(rnic, scq, &err), RI_RET_SUCCESS);
 }
 
-// The calls this step does not build keep their answers on an IB instance.
-TEST_F(IbQpState, DatagramsNotYet) {
+// The datagram path is built (ib_ud_test.cpp): a UD QP in RTS checks the WR's address handle.
+TEST_F(IbQpState, DatagramNeedsAnAddressHandle) {
     ri_qp_handle_t q = make(false);
     drive(q, false, S::Rts);
     EXPECT_EQ(ri_qp_post_datagram(rnic, q, RI_WR_TYPE_SEND, rt::F(rt::kSig), 1, nullptr, 0, 0,
                                   nullptr, 1, 0, 0, &err),
-              RI_RET_XPORT_UNSUPPORTED);
+              RI_RET_ADDRESS_HANDLE_INVALID);
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "base/stats.hpp"
+#include "transport/ib/datagram_fabric.hpp"
 #include "transport/ib/local_subnet.hpp"
 #include "transport/ib_port.hpp"
 
@@ -139,8 +141,7 @@ Hca::Hca(HcaConfig cfg) : cfg_(std::move(cfg)) {
 }
 
 Hca::~Hca() {
-    std::lock_guard lk(mu_);
-    detach_locked();
+    detach();
 }
 
 uint64_t Hca::system_image_guid() const {
@@ -156,12 +157,37 @@ void Hca::set_system_image_guid(uint64_t guid) {
 PortAttributes Hca::port(uint8_t number) const {
     std::lock_guard lk(mu_);
     if (number < 1 || number > cfg_.num_ports) return {};
-    return ports_[number - 1];
+    PortAttributes p = ports_[number - 1];
+    p.bad_qkey_count = bad_qkey_[number - 1].load(std::memory_order_relaxed);
+    p.bad_pkey_count = bad_pkey_[number - 1].load(std::memory_order_relaxed);
+    return p;
+}
+
+ri_lid_t Hca::lid(uint8_t number) const {
+    std::lock_guard lk(mu_);
+    return number >= 1 && number <= cfg_.num_ports ? ports_[number - 1].lid : 0;
+}
+
+ri_ib_mtu_t Hca::active_mtu(uint8_t number) const {
+    std::lock_guard lk(mu_);
+    return number >= 1 && number <= cfg_.num_ports ? ports_[number - 1].active_mtu : ri_ib_mtu_t{};
+}
+
+ri_pkey_t Hca::pkey(uint8_t number, uint16_t index) const {
+    std::lock_guard lk(mu_);
+    if (number < 1 || number > cfg_.num_ports || index >= kPkeyTableSize) return 0;
+    return ports_[number - 1].pkeys[index];
+}
+
+ri_gid_t Hca::gid(uint8_t number, uint8_t index) const {
+    std::lock_guard lk(mu_);
+    if (number < 1 || number > cfg_.num_ports || index >= kGidTableSize) return {};
+    return ports_[number - 1].gids[index];
 }
 
 std::vector<uint8_t> Hca::attach() {
     std::vector<ri_gid_t> host = host_address_gids(kGidTableSize - 1);
-    std::lock_guard lk(mu_);
+    std::unique_lock lk(mu_);
     std::vector<uint8_t> active;
     if (attached_) return active;
     attached_ = true;
@@ -179,19 +205,35 @@ std::vector<uint8_t> Hca::attach() {
         p.state = RI_IB_LINK_ACTIVE;
         active.push_back(p.number);
     }
+    std::vector<std::pair<uint8_t, ri_lid_t>> up;
+    for (uint8_t n : active)
+        up.emplace_back(n, ports_[n - 1].lid);
+    lk.unlock();
+    // The fabric's lock comes before ours (a delivery holds it and reads our P_Keys).
+    std::unique_lock fl(fabric::lock());
+    for (auto [n, lid] : up)
+        fabric::port_up(cfg_.subnet, lid, this, n);
     return active;
 }
 
 void Hca::detach() {
-    std::lock_guard lk(mu_);
-    detach_locked();
+    std::vector<std::pair<uint8_t, ri_lid_t>> down;
+    {
+        std::lock_guard lk(mu_);
+        detach_locked(down);
+    }
+    if (down.empty()) return;
+    std::unique_lock fl(fabric::lock());
+    for (auto [n, lid] : down)
+        fabric::port_down(cfg_.subnet, lid);
 }
 
-void Hca::detach_locked() {
+void Hca::detach_locked(std::vector<std::pair<uint8_t, ri_lid_t>> &down) {
     if (!attached_) return;
     attached_ = false;
     for (uint8_t i = 0; i < cfg_.num_ports; ++i) {
         PortAttributes &p = ports_[i];
+        if (p.lid) down.emplace_back(p.number, p.lid);
         if (p.lid) local_detach(cfg_.subnet, p.guid);
         p.state = RI_IB_LINK_DOWN;
         p.lid = 0;
@@ -205,8 +247,70 @@ void Hca::set_capabilities(uint8_t number, ri_ib_port_flags_t flags) {
 }
 
 void Hca::reset_qkey_counter(uint8_t number) {
-    std::lock_guard lk(mu_);
-    if (number >= 1 && number <= cfg_.num_ports) ports_[number - 1].bad_qkey_count = 0;
+    if (number >= 1 && number <= cfg_.num_ports)
+        bad_qkey_[number - 1].store(0, std::memory_order_relaxed);
+}
+
+void Hca::count_violation(uint8_t number, DatagramVerdict v) {
+    if (number < 1 || number > cfg_.num_ports) return;
+    std::atomic<uint16_t> &c =
+        v == DatagramVerdict::BadQkey ? bad_qkey_[number - 1] : bad_pkey_[number - 1];
+    // IBA counters stop at their maximum instead of wrapping.
+    uint16_t n = c.load(std::memory_order_relaxed);
+    while (n != 0xFFFF &&
+           !c.compare_exchange_weak(n, static_cast<uint16_t>(n + 1), std::memory_order_relaxed)) {
+    }
+}
+
+void Hca::bind_datagram(uint8_t port, uint32_t qpn, Endpoint *ep) {
+    std::unique_lock fl(fabric::lock());
+    fabric::bind(this, port, qpn, ep);
+}
+
+void Hca::unbind_datagram(uint8_t port, uint32_t qpn) {
+    std::unique_lock fl(fabric::lock());
+    fabric::unbind(this, port, qpn);
+}
+
+DatagramVerdict Hca::send_datagram(uint8_t port, const DatagramSend &d) {
+    base::stat_add(base::Stat::UdSent);
+    DatagramArrival a;
+    a.source.remote_qpn = d.src_qpn;
+    a.source.remote_lid = lid(port);
+    a.source.remote_sl = d.sl;
+    // The ports have LMC 0: no bits of the DLID select among a port's LIDs.
+    a.source.local_lid_pathbits = 0;
+    a.source.grh_present = d.grh != nullptr;
+    a.q_key = d.q_key;
+    a.pkey = d.pkey;
+    a.grh = d.grh;
+    a.payload = d.payload;
+    a.length = d.length;
+    a.has_immediate = d.has_immediate;
+    a.immediate = d.immediate;
+    a.solicited = d.solicited;
+    std::shared_lock fl(fabric::lock());
+    Hca *to = nullptr;
+    uint8_t to_port = 0;
+    Endpoint *ep = fabric::find(cfg_.subnet, d.dlid, d.dest_qpn, to, to_port);
+    DatagramVerdict v = ep ? ep->rx_datagram(a) : DatagramVerdict::NotReceiving;
+    switch (v) {
+        case DatagramVerdict::Delivered:
+            base::stat_add(base::Stat::UdDelivered);
+            break;
+        case DatagramVerdict::NotReceiving:
+            base::stat_add(base::Stat::UdUnreachable);
+            break;
+        case DatagramVerdict::BadQkey:
+        case DatagramVerdict::BadPkey:
+            base::stat_add(base::Stat::UdKeyViolations);
+            to->count_violation(to_port, v);
+            break;
+        case DatagramVerdict::NoReceive:
+            base::stat_add(base::Stat::UdNoReceive);
+            break;
+    }
+    return v;
 }
 
 }  // namespace softrnic::transport::ib
