@@ -52,12 +52,15 @@ class InflightList {
         return op.finished.load(std::memory_order_acquire) ? nullptr : &op;
     }
 
-    // Finishes every unfinished record: the oldest with `oldest`, the others Disconnected.
+    // Finishes every unfinished record the transport holds: the oldest with `oldest`, the
+    // others Disconnected. One listed but not yet handed over (its submit() has not taken
+    // it) is left to that submit, which finds the stream ended (InflightOp::held).
     void fail_all(transport::OpResult oldest) {
         std::lock_guard lk(mu_);
         bool first = true;
         for (Entry &e : entries_) {
             if (e.op.finished.load(std::memory_order_acquire)) continue;
+            if (!e.op.held.load(std::memory_order_acquire)) continue;
             e.op.finish(first ? oldest
                               : transport::OpResult{transport::OpOutcome::Disconnected, {}});
             first = false;

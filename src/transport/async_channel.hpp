@@ -54,6 +54,7 @@ class InflightRecords {
     // submit() was given `rec`: the connection holds it until it finishes it. Until
     // end_submit(), finishing `rec` is the submit's own result rather than a report due.
     void begin_submit(InflightOp &rec) {
+        rec.held.store(true, std::memory_order_release);
         held_.fetch_add(1, std::memory_order_relaxed);
         submitted_ = &rec;
         submitted_done_ = false;

@@ -182,6 +182,11 @@ struct OpResult {
 // operation's local memory (the engine may complete it at once).
 struct InflightOp {
     static constexpr size_t kStateBytes = 256;
+    // Set by the transport when its submit() takes the record (under its lock). The engine
+    // lists a record before it calls submit(); a stream that ends in between must not finish
+    // it (Endpoint::tx_fail_all skips it): submit() will find the stream ended and finish it
+    // itself, and a record finished and reported before its submit ran would be freed under it.
+    std::atomic<bool> held{false};
     // Consecutive over a QP's records (mod 2^32): a key the transport may put on its wire and
     // find the record by again (Endpoint::tx_record).
     uint32_t seq = 0;

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <functional>
+#include <utility>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -31,6 +32,10 @@ class FakeChannel final : public Channel {
     void attach(Endpoint *ep) override { ep_ = ep; }
     void detach() override { ep_ = nullptr; }
     OpResult submit(const OutboundOp &op) override {
+        // What runs in the transport's own thread between the engine listing the record
+        // and this submit taking it.
+        if (before_submit) std::exchange(before_submit, nullptr)();
+        op.inflight->held.store(true, std::memory_order_release);
         Recorded r{op, std::vector<IoSpan>(op.local.begin(), op.local.end())};
         r.op.local = {};
         ops.push_back(r);
@@ -77,6 +82,7 @@ class FakeChannel final : public Channel {
     bool closed = false, terminated = false;
     bool fail_on_close = true;            // false: leave the records to the engine at detach
     std::optional<OpResult> answer_next;  // submit finishes the next op with this at once
+    std::function<void()> before_submit;  // runs once, at the next submit's start
 };
 
 std::mutex g_mu;
@@ -285,6 +291,35 @@ TEST_F(AsyncTransport, ResultOfSubmitWaitsForEarlierOperations) {
               RI_RET_SUCCESS);
     ASSERT_TRUE(poll(wc));
     EXPECT_EQ(wc.id, 3u);
+}
+
+// The stream ends after the engine listed an operation and before the transport's submit
+// took it (the transport's thread failing everything it holds): that record is not the
+// failing's to finish. Its submit finds the stream ended and finishes it itself. Finished
+// and reported in between, it was freed under that submit (ASan: heap-use-after-free in
+// InflightOp::finish from TcpConnection::submit, TcpErrors.BadStagWrite under load).
+TEST_F(AsyncTransport, AStreamEndingBeforeSubmitLeavesItsRecordToSubmit) {
+    ri_data_seg_t s = seg(0, 8);
+    ASSERT_EQ(ri_qp_post_send(rnic, qp, RI_WR_TYPE_SEND, RI_WR_SIGNALED_FLAG, 1, &s, 0, 1, 0, &err),
+              RI_RET_SUCCESS);
+    std::vector<uint64_t> completed_before_submit;
+    FakeChannel *f = fake;
+    f->before_submit = [&] {
+        f->ep_->tx_fail_all({OpOutcome::Disconnected, {}});
+        f->next = f->ops.size();
+        f->ep_->tx_report();
+        for (ri_rc_wc_t wc{}; poll(wc);)
+            completed_before_submit.push_back(wc.id);
+    };
+    f->answer_next = OpResult{OpOutcome::Disconnected, {}};  // submit finds the stream ended
+    ASSERT_EQ(ri_qp_post_send(rnic, qp, RI_WR_TYPE_SEND, RI_WR_SIGNALED_FLAG, 2, &s, 0, 1, 0, &err),
+              RI_RET_SUCCESS);
+    EXPECT_EQ(completed_before_submit, std::vector<uint64_t>{1})
+        << "the operation not yet handed to the transport was finished by the failing";
+    std::vector<uint64_t> after;
+    for (ri_rc_wc_t wc{}; poll(wc);)
+        after.push_back(wc.id);
+    EXPECT_EQ(after, std::vector<uint64_t>{2}) << "its own submit completes it, once";
 }
 
 // The transport finds the records it holds by their consecutive sequence numbers (the shm
