@@ -17,6 +17,13 @@ OpResult TcpConnection::submit(const OutboundOp &op) {
     InflightOp &rec = *op.inflight;
     recs_.begin_submit(rec);
     auto finish_now = [&](OpResult r) -> OpResult { return finish_submit_locked(rec, r); };
+    if (tx_ == TxState::Dead && !local_closed_ && !detached_.load(std::memory_order_acquire)) {
+        // The send side broke but the receive side has not read to the end yet: the record
+        // waits for it (see flush_locked), so that a Terminate the peer sent first is what
+        // ends this operation too.
+        wake();
+        return recs_.end_submit();
+    }
     if (tx_ != TxState::Open || local_closed_ || detached_.load(std::memory_order_acquire))
         return finish_now({OpOutcome::Disconnected, {}});
     if (op.local.size() > kMaxLocal)
@@ -312,11 +319,14 @@ void TcpConnection::flush_locked() {
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
             // The stream broke: the receive side sees it too and ends the stream (as lost
-            // when this error says the peer stopped answering: it is consumed here).
+            // when this error says the peer stopped answering: it is consumed here). The
+            // operations are failed then (on_stream_end, stream_lost), not now: what the
+            // peer sent before it closed is read first, and a Terminate among it decides
+            // how they end. Failed here, the engine took the QP to Error as a lost
+            // connection and the Terminate waiting to be read was never reported.
             tx_errno_.store(errno, std::memory_order_release);
             tx_ = TxState::Dead;
             drop_unwritten_locked();
-            fail_all_locked({OpOutcome::Disconnected, {}});
             fpdus_.clear();
             queued_bytes_ = 0;
             wake();
