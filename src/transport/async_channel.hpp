@@ -82,6 +82,18 @@ class InflightRecords {
         held_.store(0, std::memory_order_relaxed);
         report_due_.store(true, std::memory_order_release);
     }
+    // The receive side is telling the endpoint how the stream ended (a Terminate received,
+    // a malformed stream, the peer's close): from before a submit can see the connection
+    // closed until that upcall returned. A submit meanwhile holds its record (end_submit()
+    // without finishing it): finished at once, it could reach the endpoint ahead of the
+    // news, and the engine takes an operation failing on a connected QP for a lost
+    // connection, which it then reports instead of the Terminate or the close.
+    // end_rx_ending() fails those records as flushed work.
+    void begin_rx_ending() { rx_ending_ = true; }
+    bool rx_ending() const { return rx_ending_; }
+    void end_rx_ending() {
+        if (std::exchange(rx_ending_, false)) fail_all({OpOutcome::Disconnected, {}});
+    }
     // Detached: the engine completes whatever is left, and is not called again.
     void forget() {
         ep_ = nullptr;
@@ -107,6 +119,7 @@ class InflightRecords {
     InflightOp *submitted_ = nullptr;
     bool submitted_done_ = false;
     OpResult submitted_result_{};
+    bool rx_ending_ = false;
 };
 
 template <class Connection>

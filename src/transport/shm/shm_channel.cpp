@@ -78,12 +78,14 @@ void ShmConnection::progress(uint32_t events) {
             told_closed_ = true;
             rx_open_.store(false, std::memory_order_release);
             revoke_grants();  // what we granted the peer ends with delivery
-            closed_.store(true, std::memory_order_release);
             {
                 std::lock_guard lk(mu_);
+                recs_.begin_rx_ending();
+                closed_.store(true, std::memory_order_release);
                 fail_all_locked({OpOutcome::Disconnected, {}});
             }
             ep_->rx_llp_closed(CloseKind::Graceful);
+            finish_rx_ending();
         }
     }
     // The locks only when there is something queued behind them: a poller that consumed
@@ -126,11 +128,12 @@ void ShmConnection::progress(uint32_t events) {
 }
 
 void ShmConnection::stream_end(CloseKind kind) {
-    closed_.store(true, std::memory_order_release);
     rx_open_.store(false, std::memory_order_release);
     revoke_grants();  // what we granted the peer ends with delivery
     {
         std::lock_guard lk(mu_);
+        recs_.begin_rx_ending();
+        closed_.store(true, std::memory_order_release);
         fail_all_locked({OpOutcome::Disconnected, {}});
     }
     if (EndpointGate::Scope in_ep(ep_gate_); in_ep) {
@@ -140,6 +143,12 @@ void ShmConnection::stream_end(CloseKind kind) {
             ep_->rx_llp_closed(kind);
         }
     }
+    finish_rx_ending();
+}
+
+void ShmConnection::finish_rx_ending() {
+    std::lock_guard lk(mu_);
+    recs_.end_rx_ending();
 }
 
 void ShmConnection::report_ready() {

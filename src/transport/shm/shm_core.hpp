@@ -387,6 +387,8 @@ class ShmConnection final : public ProgressSource {
     void finish_target();
     void release_target();
     void stream_end(CloseKind kind);
+    // The receive side told the engine how the stream ended (InflightRecords::rx_ending).
+    void finish_rx_ending();
     void report_ready();
     bool quick_check(uint32_t events) const;
 

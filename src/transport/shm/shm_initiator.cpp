@@ -188,6 +188,7 @@ OpResult ShmConnection::submit(const OutboundOp &op) {
     InflightOp &rec = *op.inflight;
     std::unique_lock lk(mu_);
     recs_.begin_submit(rec);
+    if (recs_.rx_ending()) return recs_.end_submit();  // finished once the engine knows why
     if (closed_.load(std::memory_order_acquire) || detached_.load(std::memory_order_acquire)) {
         recs_.finish(rec, {OpOutcome::Disconnected, {}});
         return recs_.end_submit();
@@ -348,9 +349,10 @@ bool ShmConnection::handle_resp(const L::EntryHdr &h, const std::byte *payload) 
                                  static_cast<uint8_t>(h.stag >> 8), static_cast<uint8_t>(h.stag)});
             rx_open_.store(false, std::memory_order_release);
             revoke_grants();  // what we granted the peer ends with delivery
-            closed_.store(true, std::memory_order_release);
             {
                 std::lock_guard lk(mu_);
+                recs_.begin_rx_ending();
+                closed_.store(true, std::memory_order_release);
                 // The oldest unfinished op is the one the peer failed (in-order stream).
                 fail_all_locked({OpOutcome::Terminated, fault});
             }
@@ -362,6 +364,7 @@ bool ShmConnection::handle_resp(const L::EntryHdr &h, const std::byte *payload) 
             // The Terminate goes first; the outstanding ops are reported afterwards.
             told_closed_ = true;
             ep_->rx_terminate({reinterpret_cast<const uint8_t *>(payload), h.len});
+            finish_rx_ending();
             return true;
         }
         case L::Type::Close:

@@ -39,9 +39,10 @@ void ShmConnection::target_failed(const RxStatus &st, uint32_t stag, uint64_t to
 void ShmConnection::protocol_error() {
     if (!rx_open_.exchange(false, std::memory_order_acq_rel)) return;
     revoke_grants();
-    closed_.store(true, std::memory_order_release);
     {
         std::lock_guard lk(mu_);
+        recs_.begin_rx_ending();
+        closed_.store(true, std::memory_order_release);
         fail_all_locked({OpOutcome::Disconnected, {}});
     }
     if (cur_.recv_open) {
@@ -51,6 +52,7 @@ void ShmConnection::protocol_error() {
     const Ctl c = terminate_ctl({RemoteFault::UnexpectedOpcode, FaultedOp::Send});
     push_ctl(c);
     ep_->rx_stream_error(RemoteFault::UnexpectedOpcode, {c.payload, c.len});
+    finish_rx_ending();
 }
 
 // A cross-memory copy failed: the peer process is gone (ESRCH) or lied about its memory.

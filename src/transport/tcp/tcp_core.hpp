@@ -308,6 +308,8 @@ class TcpConnection final : public ProgressSource {
     void release_refs();
     void on_stream_end(CloseKind kind);
     void stream_lost();
+    // The receive side told the engine how the stream ended (InflightRecords::rx_ending).
+    void finish_rx_ending();
     void protocol_error(w::TermCode code, std::span<const uint8_t> ulpdu, bool include_hdr);
     void engine_failed(const RxStatus &st, std::span<const uint8_t> ulpdu);
     void abort_open_recv(ri_wc_status_t st);

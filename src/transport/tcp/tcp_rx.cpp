@@ -95,6 +95,7 @@ void TcpConnection::on_stream_end(CloseKind kind) {
         std::lock_guard lk(mu_);
         tell = !local_closed_;
         local_closed_ = true;
+        recs_.begin_rx_ending();
         drop_unwritten_locked();
         fail_all_locked({OpOutcome::Disconnected, {}});
         close_fd_locked(kind == CloseKind::Abortive);
@@ -107,6 +108,12 @@ void TcpConnection::on_stream_end(CloseKind kind) {
         }
         if (tell) ep_->rx_llp_closed(kind);
     }
+    finish_rx_ending();
+}
+
+void TcpConnection::finish_rx_ending() {
+    std::lock_guard lk(mu_);
+    recs_.end_rx_ending();
 }
 
 // The stream ended in the middle of an FPDU or message: the connection is lost (LLP
@@ -118,6 +125,7 @@ void TcpConnection::stream_lost() {
         std::lock_guard lk(mu_);
         tell = !local_closed_;
         local_closed_ = true;
+        recs_.begin_rx_ending();
         drop_unwritten_locked();
         fail_all_locked({OpOutcome::Disconnected, {}});
         close_fd_locked(true);
@@ -132,6 +140,7 @@ void TcpConnection::stream_lost() {
                                  iwarp::message_of(std::span<const uint8_t>(t.data(), n)));
         }
     }
+    finish_rx_ending();
 }
 
 void TcpConnection::abort_open_recv(ri_wc_status_t st) {
@@ -148,6 +157,7 @@ void TcpConnection::protocol_error(w::TermCode code, std::span<const uint8_t> ul
     {
         std::lock_guard lk(mu_);
         tell = !local_closed_;
+        recs_.begin_rx_ending();
         queue_terminate_locked(code, ulpdu, include_hdr);
     }
     // The engine raises the event that matches the code (CRC, bad FPDU, DDP/RDMAP version,
@@ -162,6 +172,7 @@ void TcpConnection::protocol_error(w::TermCode code, std::span<const uint8_t> ul
                                  iwarp::message_of(std::span<const uint8_t>(t.data(), n)));
         }
     }
+    finish_rx_ending();
 }
 
 // The engine refused an arrival (RxStatus !ok): it already raised its event and moved to
@@ -456,6 +467,7 @@ bool TcpConnection::rx_terminate(const w::Segment &s, std::span<const uint8_t> u
     {
         std::lock_guard lk(mu_);
         local_closed_ = true;
+        recs_.begin_rx_ending();
         rx_open_.store(false, std::memory_order_release);
         drop_unwritten_locked();
         // The oldest unfinished op is the one the peer failed (in-order stream).
@@ -468,6 +480,7 @@ bool TcpConnection::rx_terminate(const w::Segment &s, std::span<const uint8_t> u
     // reported afterwards as Terminated: the engine completes the oldest with
     // REMOTE_TERMINATION and flushes the rest, raising the event once.
     ep_->rx_terminate(ulpdu.subspan(w::kUntaggedHeaderLen));
+    finish_rx_ending();
     return false;
 }
 

@@ -17,10 +17,12 @@ OpResult TcpConnection::submit(const OutboundOp &op) {
     InflightOp &rec = *op.inflight;
     recs_.begin_submit(rec);
     auto finish_now = [&](OpResult r) -> OpResult { return finish_submit_locked(rec, r); };
-    if (tx_ == TxState::Dead && !local_closed_ && !detached_.load(std::memory_order_acquire)) {
-        // The send side broke but the receive side has not read to the end yet: the record
-        // waits for it (see flush_locked), so that a Terminate the peer sent first is what
-        // ends this operation too.
+    if (recs_.rx_ending() ||
+        (tx_ == TxState::Dead && !local_closed_ && !detached_.load(std::memory_order_acquire))) {
+        // The receive side is telling the engine how the stream ended (rx_ending()), or the
+        // send side broke and the receive side has not read to the end yet (see
+        // flush_locked): the record waits, so that what ended the stream (a Terminate the
+        // peer sent first, say) is what the engine reports, not this operation's failure.
         wake();
         return recs_.end_submit();
     }
