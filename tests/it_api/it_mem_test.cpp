@@ -481,6 +481,7 @@ TEST_F(ItMem, MemMapUnmap_L7775) {
     ASSERT_NE(gone, MAP_FAILED);
     ASSERT_EQ(::munmap(gone, size_t(page)), 0);
     EXPECT_EQ(it_mem_map(ia, gone, 0, 64, &io, &mapped), IT_ERR_FAULT);
+    EXPECT_EQ(it_mem_map(ia, buf.data(), 0, size_t(1) << 40, &io, &mapped), IT_ERR_FAULT);
     // Left mapped: it_ia_free undoes it (TearDown).
     ASSERT_EQ(it_mem_map(ia, buf.data(), 0, 64, &io, &mapped), IT_SUCCESS);
 }

@@ -7,8 +7,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <mutex>
-#include <vector>
 
 #include "it_internal.hpp"
 
@@ -50,13 +50,19 @@ it_rmr_context_t context_of(ri_rtag_t stag) {
     return htonl(stag);
 }
 
-// Whether every page of [va, va + len) is mapped in the process.
+// Whether every page of [va, va + len) is mapped in the process: mincore() fails with ENOMEM
+// on a range with a hole. Asked in bounded steps, so that a huge length needs no huge vector.
 bool range_mapped(uintptr_t va, size_t len) {
     const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const uintptr_t first = va & ~(page - 1);
+    constexpr size_t kStep = 1024;  // pages per mincore() call
+    unsigned char vec[kStep];
     const uintptr_t end = va + len;  // the caller made sure it does not wrap
-    std::vector<unsigned char> v((end - first + page - 1) / page);
-    return ::mincore(reinterpret_cast<void *>(first), end - first, v.data()) == 0;
+    for (uintptr_t at = va & ~(page - 1); at < end;) {
+        const uintptr_t n = std::min<uintptr_t>(end - at, kStep * page);
+        if (::mincore(reinterpret_cast<void *>(at), n, vec) != 0) return false;
+        at += n;
+    }
+    return true;
 }
 
 bool relative_supported(const Ia *ia) {
