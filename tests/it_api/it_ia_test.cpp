@@ -1,6 +1,6 @@
 // libitapi.so.2 through its public calls: discovery, IAs, PZs, Consumer Contexts, handle
-// types, the address helpers and the routines not built yet. Each test names the lines of
-// the IT-API 2.1 specification it checks (IT-API Lnnnn).
+// types, the address helpers and the routines not built yet (memory: it_mem_test.cpp). Each test
+// names the lines of the IT-API 2.1 specification it checks (IT-API Lnnnn).
 #define ITAPI_ENABLE_V21_BINDINGS
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -286,13 +286,10 @@ TEST(ItNotYet, OperationNotSupported_L6766) {
     it_ia_handle_t ia = open_ia();
     it_pz_handle_t pz = nullptr;
     ASSERT_EQ(it_pz_create(ia, &pz), IT_SUCCESS);
-    it_lmr_handle_t lmr = nullptr;
-    char buf[64];
-    it_rmr_context_t ctx = 0;
-    EXPECT_EQ(it_lmr_create(pz, buf, nullptr, sizeof buf, IT_ADDR_MODE_ABSOLUTE, IT_PRIV_LOCAL,
-                            IT_LMR_FLAG_NONE, 0, &lmr, &ctx),
+    it_ep_handle_t ep = nullptr;
+    EXPECT_EQ(it_ep_rc_create(pz, nullptr, nullptr, nullptr, IT_EP_NO_FLAG, nullptr, &ep),
               IT_ERR_OP_NOT_SUPPORTED);
-    EXPECT_EQ(lmr, nullptr);
+    EXPECT_EQ(ep, nullptr);
     it_srq_handle_t srq = nullptr;
     EXPECT_EQ(it_srq_create(pz, 1, 1, &srq), IT_ERR_OP_NOT_SUPPORTED);
     EXPECT_EQ(it_socket_convert(-1, nullptr, IT_SC_DEFAULT, nullptr, 0), IT_ERR_OP_NOT_SUPPORTED);

@@ -2,6 +2,7 @@
 // call produces yet: events of the DTO, CM and async streams (their producers, EPs and
 // listens, come in later slices), and the references EPs and LMRs will hold on PZs and
 // EVDs. Each test names the lines of the IT-API 2.1 specification it checks (IT-API Lnnnn).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 
@@ -228,6 +229,86 @@ TEST_F(ItInternal, DirectAevdWaitsForCriteria_L5370) {
     EXPECT_EQ(ev.any.evd, at);
     ASSERT_EQ(it_evd_dequeue(a, &ev), IT_SUCCESS);  // dequeue takes any event
     EXPECT_EQ(ev.any.evd, below);
+}
+
+// IT-API L6911-L6913, L7265-L7267, L7275-L7277: an LMR that an RMR is linked to (only
+// it_rmr_link, with endpoints, links one) can be neither freed nor modified, and stays as it
+// was; freeing the RMR destroys the link (IT-API L10618-L10619).
+TEST_F(ItInternal, LmrBusyWhileAnRmrIsLinked_L6911) {
+    it_pz_handle_t pz = nullptr;
+    ASSERT_EQ(it_pz_create(ia, &pz), IT_SUCCESS);
+    static char buf[256];
+    it_lmr_handle_t l = nullptr;
+    ASSERT_EQ(it_lmr_create(pz, buf, nullptr, sizeof buf, IT_ADDR_MODE_ABSOLUTE, IT_PRIV_ALL,
+                            IT_LMR_FLAG_NONE, 0, &l, nullptr),
+              IT_SUCCESS);
+    it_rmr_handle_t r = nullptr;
+    ASSERT_EQ(it_rmr_create(pz, IT_RMR_TYPE_NARROW, &r), IT_SUCCESS);
+    auto *lmr = reinterpret_cast<Lmr *>(l);
+    auto *rmr = reinterpret_cast<Rmr *>(r);
+    rmr->lmr = lmr;  // what a completed link records
+    lmr->rmr_links.fetch_add(1);
+    EXPECT_EQ(it_lmr_free(l), IT_ERR_LMR_BUSY);
+    it_lmr_param_t p{};
+    p.privs = IT_PRIV_LOCAL;
+    EXPECT_EQ(it_lmr_modify(l, IT_LMR_PARAM_MEM_PRIV, &p), IT_ERR_LMR_BUSY);
+    ASSERT_EQ(it_lmr_query(l, IT_LMR_PARAM_MEM_PRIV, &p), IT_SUCCESS);
+    EXPECT_EQ(p.privs, IT_PRIV_ALL);
+    it_rmr_param_t rp{};
+    ASSERT_EQ(it_rmr_query(r, it_rmr_param_mask_t(IT_RMR_PARAM_LINKED | IT_RMR_PARAM_LMR), &rp),
+              IT_SUCCESS);
+    EXPECT_EQ(rp.linked, IT_TRUE);
+    EXPECT_EQ(rp.lmr, l);
+    EXPECT_EQ(it_rmr_free(r), IT_SUCCESS);
+    EXPECT_EQ(lmr->rmr_links.load(), 0);
+    EXPECT_EQ(it_lmr_free(l), IT_SUCCESS);
+    EXPECT_EQ(it_pz_free(pz), IT_SUCCESS);
+}
+
+// IT-API L6552-L6557, L7387: the RMR Context is the RNICPI STag of the registration, in
+// network byte order; the RMR's is its window's STag.
+TEST_F(ItInternal, RmrContextsAreTheStags_L6557) {
+    it_pz_handle_t pz = nullptr;
+    ASSERT_EQ(it_pz_create(ia, &pz), IT_SUCCESS);
+    static char buf[256];
+    it_lmr_handle_t l = nullptr;
+    it_rmr_context_t ctx = 0;
+    ASSERT_EQ(it_lmr_create(pz, buf, nullptr, sizeof buf, IT_ADDR_MODE_ABSOLUTE, IT_PRIV_ALL,
+                            IT_LMR_FLAG_NONE, 0, &l, &ctx),
+              IT_SUCCESS);
+    auto *lmr = reinterpret_cast<Lmr *>(l);
+    EXPECT_EQ(ntohl(ctx), lmr->mr.rtag());
+    EXPECT_EQ(lmr->mr.va(), reinterpret_cast<uintptr_t>(buf));
+    EXPECT_EQ(lmr->mr.length(), sizeof buf);
+    // The registration RNICPI holds is what was asked for.
+    ri_mr_info_t info{};
+    ri_err_data_t e = 0;
+    ASSERT_EQ(ri_mr_query(lmr->ia->rnic, lmr->mr.handle(), &info, &e), RI_RET_SUCCESS);
+    EXPECT_EQ(info.attr.va, reinterpret_cast<uintptr_t>(buf));
+    EXPECT_EQ(info.attr.length, sizeof buf);
+    EXPECT_EQ(info.attr.pd, reinterpret_cast<Pz *>(pz)->pd);
+    EXPECT_TRUE(info.attr.mem_attr & RI_MEM_FLAGS_REMOTE_WRITE);
+    EXPECT_EQ(info.rtag, lmr->mr.rtag());
+    // Modified: a new STag, the old one no longer valid.
+    const ri_rtag_t old = lmr->mr.rtag();
+    it_lmr_param_t p{};
+    p.privs = it_mem_priv_t(IT_PRIV_LOCAL | IT_PRIV_REMOTE_READ);
+    ASSERT_EQ(it_lmr_modify(l, IT_LMR_PARAM_MEM_PRIV, &p), IT_SUCCESS);
+    EXPECT_NE(lmr->mr.rtag(), old);
+    ASSERT_EQ(ri_mr_query(lmr->ia->rnic, lmr->mr.handle(), &info, &e), RI_RET_SUCCESS);
+    EXPECT_FALSE(info.attr.mem_attr & RI_MEM_FLAGS_REMOTE_WRITE);
+    EXPECT_TRUE(info.attr.mem_attr & RI_MEM_FLAGS_REMOTE_READ);
+    ASSERT_EQ(it_lmr_query(l, IT_LMR_PARAM_RMR_CONTEXT, &p), IT_SUCCESS);
+    EXPECT_EQ(ntohl(p.rmr_context), lmr->mr.rtag());
+    it_rmr_handle_t r = nullptr;
+    ASSERT_EQ(it_rmr_create(pz, IT_RMR_TYPE_NARROW, &r), IT_SUCCESS);
+    it_rmr_param_t rp{};
+    ASSERT_EQ(it_rmr_query(r, IT_RMR_PARAM_RMR_CONTEXT, &rp), IT_SUCCESS);
+    EXPECT_EQ(ntohl(rp.rmr_context), reinterpret_cast<Rmr *>(r)->mw.rtag());
+    EXPECT_EQ(reinterpret_cast<Rmr *>(r)->mw.type(), RI_MW_TYPE_NARROW);
+    EXPECT_EQ(it_rmr_free(r), IT_SUCCESS);
+    EXPECT_EQ(it_lmr_free(l), IT_SUCCESS);
+    EXPECT_EQ(it_pz_free(pz), IT_SUCCESS);
 }
 
 }  // namespace

@@ -24,3 +24,29 @@ it_status_t raw_evd_modify_enabled(it_evd_handle_t evd, int enabled) {
     p.evd_enabled = (it_boolean_t)enabled;
     return it_evd_modify(evd, IT_EVD_PARAM_ENABLED, &p);
 }
+
+it_status_t raw_lmr_create(it_pz_handle_t pz, void *addr, it_length_t length, unsigned addr_mode,
+                           unsigned privs, unsigned flags, it_lmr_handle_t *lmr,
+                           it_rmr_context_t *rmr_context) {
+    return it_lmr_create(pz, addr, IT_NO_ADDR, length, (it_addr_mode_t)addr_mode,
+                         (it_mem_priv_t)privs, (it_lmr_flag_t)flags, 0, lmr, rmr_context);
+}
+
+it_status_t raw_lmr_query(it_lmr_handle_t lmr, unsigned mask, it_lmr_param_t *params) {
+    return it_lmr_query(lmr, (it_lmr_param_mask_t)mask, params);
+}
+
+it_status_t raw_lmr_modify(it_lmr_handle_t lmr, unsigned mask, it_pz_handle_t pz, unsigned privs) {
+    it_lmr_param_t p;
+    p.pz = pz;
+    p.privs = (it_mem_priv_t)privs;
+    return it_lmr_modify(lmr, (it_lmr_param_mask_t)mask, &p);
+}
+
+it_status_t raw_rmr_create(it_pz_handle_t pz, unsigned type, it_rmr_handle_t *rmr) {
+    return it_rmr_create(pz, (it_rmr_type_t)type, rmr);
+}
+
+it_status_t raw_rmr_query(it_rmr_handle_t rmr, unsigned mask, it_rmr_param_t *params) {
+    return it_rmr_query(rmr, (it_rmr_param_mask_t)mask, params);
+}

@@ -1,5 +1,6 @@
 // The library's entry points that work in this slice: discovery and IAs, PZs, Event
-// Dispatchers, Consumer Contexts, handle types and the address helpers. Each is a C
+// Dispatchers, memory (LMRs, RMRs, I/O mappings), Consumer Contexts, handle types and the
+// address helpers. Each is a C
 // function exported by libit.map; no exception crosses it (an allocation failure is
 // IT_ERR_RESOURCES). The routines not built yet are in not_yet.cpp.
 #include <endian.h>
@@ -115,6 +116,96 @@ IT_EXPORT it_status_t it_evd_callback_attach(it_evd_handle_t evd_handle,
 }
 IT_EXPORT it_status_t it_evd_callback_detach(it_evd_handle_t evd_handle) {
     return guarded([&] { return evd_callback_detach(evd_handle); });
+}
+
+// ------------------------------------------------------------------------------ LMR, RMR, I/O
+
+// The 1.0 and 2.0 bindings are the 2.1 call without an IOBL, the 1.0 one with Absolute
+// Addressing (IT-API L6600-L6603).
+IT_EXPORT it_status_t it_lmr_create10(it_pz_handle_t pz_handle, void *addr, it_length_t length,
+                                      it_mem_priv_t privs, it_lmr_flag_t flags, uint32_t shared_id,
+                                      it_lmr_handle_t *lmr_handle, it_rmr_context_t *rmr_context) {
+    return guarded([&] {
+        return lmr_create(pz_handle, addr, nullptr, length, IT_ADDR_MODE_ABSOLUTE, raw(privs),
+                          raw(flags), shared_id, lmr_handle, rmr_context);
+    });
+}
+IT_EXPORT it_status_t it_lmr_create20(it_pz_handle_t pz_handle, void *addr, it_length_t length,
+                                      it_addr_mode_t addr_mode, it_mem_priv_t privs,
+                                      it_lmr_flag_t flags, uint32_t shared_id,
+                                      it_lmr_handle_t *lmr_handle, it_rmr_context_t *rmr_context) {
+    return guarded([&] {
+        return lmr_create(pz_handle, addr, nullptr, length, raw(addr_mode), raw(privs), raw(flags),
+                          shared_id, lmr_handle, rmr_context);
+    });
+}
+IT_EXPORT it_status_t it_lmr_create21(it_pz_handle_t pz_handle, void *addr, it_iobl_t *iobl,
+                                      it_length_t length, it_addr_mode_t addr_mode,
+                                      it_mem_priv_t privs, it_lmr_flag_t flags, uint32_t shared_id,
+                                      it_lmr_handle_t *lmr_handle, it_rmr_context_t *rmr_context) {
+    return guarded([&] {
+        return lmr_create(pz_handle, addr, iobl, length, raw(addr_mode), raw(privs), raw(flags),
+                          shared_id, lmr_handle, rmr_context);
+    });
+}
+// The IA has no LMR Link support (lmr_link_support is IT_FALSE), so an unlinked LMR, a link
+// and an unlink are not offered (IT-API L6766, L7117, L7633).
+IT_EXPORT it_status_t it_lmr_create_unlinked(it_pz_handle_t pz_handle, size_t, it_lmr_flag_t flags,
+                                             uint32_t, it_lmr_handle_t *lmr_handle) {
+    return guarded([&] { return lmr_create_unlinked(pz_handle, raw(flags), lmr_handle); });
+}
+IT_EXPORT it_status_t it_lmr_link(it_lmr_handle_t, const void *, const it_iobl_t *, it_length_t,
+                                  it_addr_mode_t, it_mem_priv_t, it_ep_handle_t, it_dto_cookie_t,
+                                  it_dto_flags_t, it_rmr_context_t *) {
+    return IT_ERR_OP_NOT_SUPPORTED;
+}
+IT_EXPORT it_status_t it_lmr_unlink(it_lmr_handle_t, it_ep_handle_t, it_dto_cookie_t,
+                                    it_dto_flags_t) {
+    return IT_ERR_OP_NOT_SUPPORTED;
+}
+IT_EXPORT it_status_t it_lmr_free(it_lmr_handle_t lmr_handle) {
+    return guarded([&] { return lmr_free(lmr_handle); });
+}
+IT_EXPORT it_status_t it_lmr_query(it_lmr_handle_t lmr_handle, it_lmr_param_mask_t mask,
+                                   it_lmr_param_t *params) {
+    return guarded([&] { return lmr_query(lmr_handle, raw(mask), params); });
+}
+IT_EXPORT it_status_t it_lmr_modify(it_lmr_handle_t lmr_handle, it_lmr_param_mask_t mask,
+                                    const it_lmr_param_t *params) {
+    return guarded([&] { return lmr_modify(lmr_handle, raw(mask), params); });
+}
+// Every LMR is coherent (non-coherent mode is not offered): both calls are no-ops that
+// succeed, whatever the segments (IT-API L6862-L6864, L7488-L7490).
+IT_EXPORT it_status_t it_lmr_flush_to_mem(const it_lmr_triplet_t *, size_t) {
+    return IT_SUCCESS;
+}
+IT_EXPORT it_status_t it_lmr_refresh_from_mem(const it_lmr_triplet_t *, size_t) {
+    return IT_SUCCESS;
+}
+
+// IT-API 1.0 creates Wide RMRs only (IT-API L10552-L10553).
+IT_EXPORT it_status_t it_rmr_create10(it_pz_handle_t pz_handle, it_rmr_handle_t *rmr_handle) {
+    return guarded([&] { return rmr_create(pz_handle, IT_RMR_TYPE_WIDE, rmr_handle); });
+}
+IT_EXPORT it_status_t it_rmr_create20(it_pz_handle_t pz_handle, it_rmr_type_t rmr_type,
+                                      it_rmr_handle_t *rmr_handle) {
+    return guarded([&] { return rmr_create(pz_handle, raw(rmr_type), rmr_handle); });
+}
+IT_EXPORT it_status_t it_rmr_free(it_rmr_handle_t rmr_handle) {
+    return guarded([&] { return rmr_free(rmr_handle); });
+}
+IT_EXPORT it_status_t it_rmr_query(it_rmr_handle_t rmr_handle, it_rmr_param_mask_t mask,
+                                   it_rmr_param_t *params) {
+    return guarded([&] { return rmr_query(rmr_handle, raw(mask), params); });
+}
+
+IT_EXPORT it_status_t it_mem_map(it_ia_handle_t ia_handle, void *vaddr, uint64_t, size_t len,
+                                 it_io_addr_t *io_addr, size_t *mapped_len) {
+    return guarded([&] { return mem_map(ia_handle, vaddr, len, io_addr, mapped_len); });
+}
+IT_EXPORT it_status_t it_mem_unmap(it_ia_handle_t ia_handle, it_io_addr_t io_addr,
+                                   size_t mapped_len) {
+    return guarded([&] { return mem_unmap(ia_handle, io_addr, mapped_len); });
 }
 
 // ------------------------------------------------------------------------------ any handle

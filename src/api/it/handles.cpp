@@ -22,6 +22,12 @@ void destroy_obj(void *p) {
         case IT_HANDLE_TYPE_PZ:
             delete static_cast<Pz *>(o);
             break;
+        case IT_HANDLE_TYPE_LMR:
+            delete static_cast<Lmr *>(o);
+            break;
+        case IT_HANDLE_TYPE_RMR:
+            delete static_cast<Rmr *>(o);
+            break;
         default:
             delete o;
             break;

@@ -93,8 +93,8 @@ it_status_t ia_free(it_ia_handle_t h) {
         if (evd->in_callback) return IT_ERR_INVALID_EVD_STATE;
     }
     // Unblock every waiter (IT-API L5923-L5924), give them a moment to leave, then free the
-    // children: SEVDs before the AEVDs they feed, PZs last (later slices put EPs, LMRs,
-    // RMRs and listens before them).
+    // children: SEVDs before the AEVDs they feed, RMRs before the LMRs they may be linked
+    // to, PZs last (later slices put EPs and listens before them).
     for (Obj *o : kids)
         if (o->type == IT_HANDLE_TYPE_EVD) evd_abort(static_cast<Evd *>(o));
     auto busy = [&] {
@@ -110,7 +110,12 @@ it_status_t ia_free(it_ia_handle_t h) {
             if (o->type == IT_HANDLE_TYPE_EVD && static_cast<Evd *>(o)->aggregate() == aggregates)
                 evd_free_now(static_cast<Evd *>(o));
     for (Obj *o : kids)
+        if (o->type == IT_HANDLE_TYPE_RMR) rmr_free_now(static_cast<Rmr *>(o));
+    for (Obj *o : kids)
+        if (o->type == IT_HANDLE_TYPE_LMR) lmr_free_now(static_cast<Lmr *>(o));
+    for (Obj *o : kids)
         if (o->type == IT_HANDLE_TYPE_PZ) pz_free_now(static_cast<Pz *>(o));
+    mem_unmap_all(ia);
     {
         std::lock_guard lk(g_info_mu);
         std::lock_guard ilk(ia->mu);

@@ -5,7 +5,8 @@
 //
 // The library is a thin translation, as the uDAPL provider is: IA = one softrnic RNIC
 // instance opened through RNICPI, PZ = PD, EVD = a software event queue (the shared
-// EventQueue); endpoints, memory and connections come in later slices (docs/it-api.md).
+// EventQueue), LMR = MR and RMR = MW (the shared MemoryRegion and MemoryWindow); endpoints
+// and connections come in later slices (docs/it-api.md).
 #pragma once
 
 #define ITAPI_ENABLE_V21_BINDINGS
@@ -15,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "api/common/event_queue.hpp"
+#include "api/common/memory_registration.hpp"
 #include "api/common/object_registry.hpp"
 #include "api/common/rnic_instance.hpp"
 
@@ -56,6 +59,33 @@ struct Pz : Obj {
     // Objects that name this PZ (EPs, LMRs, RMRs, S-RQs, address handles): it_pz_free
     // answers IT_ERR_PZ_BUSY while any exists (IT-API L10302-L10305).
     std::atomic<int> users{0};
+    using Obj::Obj;
+};
+
+// A Local Memory Region: an RNICPI MR over [addr, addr + length) in its PZ's PD.
+struct Lmr : Obj {
+    // pz, privs and the registration: it_lmr_modify changes them while queries read them.
+    std::mutex mu;
+    Pz *pz = nullptr;
+    api::MemoryRegion mr;
+    void *addr = nullptr;
+    it_length_t length = 0;
+    uint32_t addr_mode = IT_ADDR_MODE_ABSOLUTE;
+    uint32_t privs = 0;  // it_mem_priv_t bits as created or modified
+    uint32_t flags = 0;  // it_lmr_flag_t bits the LMR has (what it_lmr_query reports)
+    uint32_t shared_id = 0;
+    // RMRs linked to it: it_lmr_free and it_lmr_modify answer IT_ERR_LMR_BUSY while any is
+    // (IT-API L6911-L6913, L7265-L7267). Only it_rmr_link links one (with endpoints).
+    std::atomic<int> rmr_links{0};
+    using Obj::Obj;
+};
+
+// A Remote Memory Region: an RNICPI MW in its PZ's PD, Narrow (type 2) or Wide (type 1).
+struct Rmr : Obj {
+    Pz *pz = nullptr;
+    api::MemoryWindow mw;
+    uint32_t type = IT_RMR_TYPE_NARROW;  // it_rmr_type_t, never DEFAULT
+    Lmr *lmr = nullptr;                  // the LMR it is linked to, if any
     using Obj::Obj;
 };
 
@@ -141,6 +171,8 @@ struct Ia : Obj {
     std::set<InfoBlock *> infos;
     Evd *aff = nullptr;    // the IT_ASYNC_AFF_EVENT_STREAM SEVD, if any
     Evd *unaff = nullptr;  // the IT_ASYNC_UNAFF_EVENT_STREAM SEVD, if any
+    // it_mem_map's mappings not yet unmapped: I/O address -> mapped lengths (guarded by mu).
+    std::multimap<uint64_t, uint64_t> io_maps;
     using Obj::Obj;
 };
 
@@ -177,6 +209,12 @@ inline Evd *as_evd(const void *h) {
 inline Pz *as_pz(const void *h) {
     return as<Pz>(h, IT_HANDLE_TYPE_PZ);
 }
+inline Lmr *as_lmr(const void *h) {
+    return as<Lmr>(h, IT_HANDLE_TYPE_LMR);
+}
+inline Rmr *as_rmr(const void *h) {
+    return as<Rmr>(h, IT_HANDLE_TYPE_RMR);
+}
 
 void destroy_obj(void *p);
 // Registers `o` as live and as a child of its IA.
@@ -200,6 +238,27 @@ it_status_t pz_create(it_ia_handle_t h, it_pz_handle_t *out);
 it_status_t pz_free(it_pz_handle_t h);
 it_status_t pz_query(it_pz_handle_t h, uint32_t mask, it_pz_param_t *p);
 void pz_free_now(Pz *pz);  // it_ia_free: whatever still names it
+
+// ------------------------------------------------------------------------------ memory.cpp
+
+it_status_t lmr_create(it_pz_handle_t h, void *addr, const it_iobl_t *iobl, it_length_t length,
+                       uint32_t addr_mode, uint32_t privs, uint32_t flags, uint32_t shared_id,
+                       it_lmr_handle_t *out, it_rmr_context_t *rmr_context);
+it_status_t lmr_create_unlinked(it_pz_handle_t h, uint32_t flags, it_lmr_handle_t *out);
+it_status_t lmr_free(it_lmr_handle_t h);
+it_status_t lmr_query(it_lmr_handle_t h, uint32_t mask, it_lmr_param_t *p);
+it_status_t lmr_modify(it_lmr_handle_t h, uint32_t mask, const it_lmr_param_t *p);
+it_status_t rmr_create(it_pz_handle_t h, uint32_t type, it_rmr_handle_t *out);
+it_status_t rmr_free(it_rmr_handle_t h);
+it_status_t rmr_query(it_rmr_handle_t h, uint32_t mask, it_rmr_param_t *p);
+it_status_t mem_map(it_ia_handle_t h, void *vaddr, size_t len, it_io_addr_t *io_addr,
+                    size_t *mapped_len);
+it_status_t mem_unmap(it_ia_handle_t h, it_io_addr_t io_addr, size_t mapped_len);
+// it_ia_free: whatever still names them.
+void lmr_free_now(Lmr *lmr);
+void rmr_free_now(Rmr *rmr);
+// it_ia_free: the mappings it_mem_unmap did not undo.
+void mem_unmap_all(Ia *ia);
 
 // ------------------------------------------------------------------------------ evd.cpp
 

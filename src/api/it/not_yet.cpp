@@ -1,6 +1,6 @@
-// The routines of IT-API 2.1 that this slice of the library does not build yet: LMRs and
-// RMRs, S-RQs, endpoints, connection management, data transfer, UD addressing and service
-// resolution, paths, address conversion and I/O mapping. Every one is exported (libit.map
+// The routines of IT-API 2.1 that this slice of the library does not build yet: RMR links
+// and unlinks, S-RQs, endpoints, connection management, data transfer, UD addressing and
+// service resolution, paths and address conversion. Every one is exported (libit.map
 // names all 83) and answers IT_ERR_OP_NOT_SUPPORTED without reading its arguments or
 // writing its outputs, the code the specification uses for a feature an IA does not offer
 // (IT-API L6766, L8567, L11334-L11336); docs/it-api.md lists them ("Status").
@@ -82,56 +82,6 @@ IT_EXPORT it_status_t it_listen_query(it_listen_handle_t, it_listen_param_mask_t
                                       it_listen_param_t *) {
     return kNotYet;
 }
-IT_EXPORT it_status_t it_lmr_create10(it_pz_handle_t, void *, it_length_t, it_mem_priv_t,
-                                      it_lmr_flag_t, uint32_t, it_lmr_handle_t *,
-                                      it_rmr_context_t *) {
-    return kNotYet;
-}
-IT_EXPORT it_status_t it_lmr_create20(it_pz_handle_t, void *, it_length_t, it_addr_mode_t,
-                                      it_mem_priv_t, it_lmr_flag_t, uint32_t, it_lmr_handle_t *,
-                                      it_rmr_context_t *) {
-    return kNotYet;
-}
-IT_EXPORT it_status_t it_lmr_create21(it_pz_handle_t, void *, it_iobl_t *, it_length_t,
-                                      it_addr_mode_t, it_mem_priv_t, it_lmr_flag_t, uint32_t,
-                                      it_lmr_handle_t *, it_rmr_context_t *) {
-    return kNotYet;
-}
-IT_EXPORT it_status_t it_lmr_create_unlinked(it_pz_handle_t, size_t, it_lmr_flag_t, uint32_t,
-                                             it_lmr_handle_t *) {
-    return kNotYet;
-}
-IT_EXPORT it_status_t it_lmr_flush_to_mem(const it_lmr_triplet_t *, size_t) {
-    return kNotYet;
-}
-IT_EXPORT it_status_t it_lmr_free(it_lmr_handle_t) {
-    return kNotYet;
-}
-IT_EXPORT it_status_t it_lmr_link(it_lmr_handle_t, const void *, const it_iobl_t *, it_length_t,
-                                  it_addr_mode_t, it_mem_priv_t, it_ep_handle_t, it_dto_cookie_t,
-                                  it_dto_flags_t, it_rmr_context_t *) {
-    return kNotYet;
-}
-IT_EXPORT it_status_t it_lmr_modify(it_lmr_handle_t, it_lmr_param_mask_t, const it_lmr_param_t *) {
-    return kNotYet;
-}
-IT_EXPORT it_status_t it_lmr_query(it_lmr_handle_t, it_lmr_param_mask_t, it_lmr_param_t *) {
-    return kNotYet;
-}
-IT_EXPORT it_status_t it_lmr_refresh_from_mem(const it_lmr_triplet_t *, size_t) {
-    return kNotYet;
-}
-IT_EXPORT it_status_t it_lmr_unlink(it_lmr_handle_t, it_ep_handle_t, it_dto_cookie_t,
-                                    it_dto_flags_t) {
-    return kNotYet;
-}
-IT_EXPORT it_status_t it_mem_map(it_ia_handle_t, void *, uint64_t, size_t, it_io_addr_t *,
-                                 size_t *) {
-    return kNotYet;
-}
-IT_EXPORT it_status_t it_mem_unmap(it_ia_handle_t, it_io_addr_t, size_t) {
-    return kNotYet;
-}
 IT_EXPORT it_status_t it_post_atomic(it_ep_handle_t, it_atomic_op_t, uint64_t, uint64_t,
                                      const it_lmr_triplet_t *, it_dto_cookie_t, it_dto_flags_t,
                                      it_rdma_addr_t, it_rmr_context_t) {
@@ -181,21 +131,9 @@ IT_EXPORT it_status_t it_rmr_bind10(it_rmr_handle_t, it_lmr_handle_t, void *, it
                                     it_rmr_context_t *) {
     return kNotYet;
 }
-IT_EXPORT it_status_t it_rmr_create10(it_pz_handle_t, it_rmr_handle_t *) {
-    return kNotYet;
-}
-IT_EXPORT it_status_t it_rmr_create20(it_pz_handle_t, it_rmr_type_t, it_rmr_handle_t *) {
-    return kNotYet;
-}
-IT_EXPORT it_status_t it_rmr_free(it_rmr_handle_t) {
-    return kNotYet;
-}
 IT_EXPORT it_status_t it_rmr_link(it_rmr_handle_t, it_lmr_handle_t, void *, it_length_t,
                                   it_addr_mode_t, it_mem_priv_t, it_ep_handle_t, it_dto_cookie_t,
                                   it_dto_flags_t, it_rmr_context_t *) {
-    return kNotYet;
-}
-IT_EXPORT it_status_t it_rmr_query(it_rmr_handle_t, it_rmr_param_mask_t, it_rmr_param_t *) {
     return kNotYet;
 }
 IT_EXPORT it_status_t it_rmr_unlink(it_rmr_handle_t, it_ep_handle_t, it_dto_cookie_t,

@@ -1,5 +1,6 @@
-// Memory: LMRs (memory regions) and RMRs (memory windows and their binds). See provider.hpp for
-// what the sources share.
+// Memory: LMRs (memory regions) and RMRs (memory windows and their binds), registered through
+// the faces' shared api::MemoryRegion and api::MemoryWindow. See provider.hpp for what the
+// sources share.
 #include <cstring>
 #include <mutex>
 
@@ -61,21 +62,15 @@ DAT_RETURN lmr_create(DAT_IA_HANDLE h, DAT_MEM_TYPE type, DAT_REGION_DESCRIPTION
     if (length == 0) return err(DAT_LENGTH_ERROR);
     if (va == 0) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     auto *lmr = new Lmr(ia->provider, DAT_HANDLE_TYPE_LMR, ia);
-    ri_mr_reg_attr_t a{};
-    a.va = va;
-    a.length = length;
-    a.mem_attr = mem_attr(priv);
-    a.pd = pz->pd;
-    ri_ltag_t lt = 0;
-    ri_rtag_t rt = 0;
-    ri_err_data_t e = 0;
-    ri_api_return_t r = ri_mr_reg(ia->rnic, &a, &lmr->mr, &lt, &rt, nullptr, lmr, &e);
-    if (r != RI_RET_SUCCESS) {
+    api::MemFailure f = lmr->mr.reg(ia->rnic, pz->pd, va, length, mem_attr(priv), lmr);
+    if (f != api::MemFailure::None) {
         delete lmr;
-        if (r == RI_RET_RESOURCE_SHORTAGE)
+        if (f == api::MemFailure::Resources)
             return err(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY_REGION);
         return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);  // memory not validly mapped (L1471)
     }
+    const ri_ltag_t lt = lmr->mr.ltag();
+    const ri_rtag_t rt = lmr->mr.rtag();
     lmr->pz = pz;
     lmr->mem_type = type;
     lmr->region = region;
@@ -122,9 +117,8 @@ DAT_RETURN lmr_free(DAT_LMR_HANDLE h) {
     if (!l) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_LMR);
     if (l->bound.load(std::memory_order_acquire) > 0)
         return err(DAT_INVALID_STATE, DAT_INVALID_STATE_LMR_IN_USE);  // L7933
-    ri_err_data_t e = 0;
-    ri_api_return_t r = ri_mr_dereg(l->ia->rnic, l->mr, &e);
-    if (r != RI_RET_SUCCESS) return err(DAT_INVALID_STATE, DAT_INVALID_STATE_LMR_IN_USE);
+    if (l->mr.dereg() != api::MemFailure::None)
+        return err(DAT_INVALID_STATE, DAT_INVALID_STATE_LMR_IN_USE);
     l->pz->users.fetch_sub(1, std::memory_order_relaxed);
     retire(l);
     return DAT_SUCCESS;
@@ -141,12 +135,12 @@ DAT_RETURN rmr_create_common(DAT_PZ_HANDLE h, DAT_RMR_HANDLE *out, bool ep_scope
     if (!pz) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
     if (!out) return err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     auto *r = new Rmr(pz->ia->provider, DAT_HANDLE_TYPE_RMR, pz->ia);
-    ri_err_data_t e = 0;
-    if (ri_mw_alloc(pz->ia->rnic, pz->pd, ep_scope ? RI_MW_TYPE_2 : RI_MW_TYPE_1, &r->mw, &r->rtag,
-                    nullptr, r, &e) != RI_RET_SUCCESS) {
+    if (r->mw.alloc(pz->ia->rnic, pz->pd, ep_scope ? RI_MW_TYPE_2 : RI_MW_TYPE_1, r) !=
+        api::MemFailure::None) {
         delete r;
         return err(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY_REGION);
     }
+    r->rtag = r->mw.rtag();
     r->pz = pz;
     r->scope = ep_scope ? DAT_RMR_SCOPE_EP : DAT_RMR_SCOPE_PZ;
     pz->users.fetch_add(1, std::memory_order_relaxed);
@@ -211,7 +205,7 @@ DAT_RETURN rmr_bind(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lh, const DAT_LMR_TRIPLET *
     wr.wr_bind.type = RI_WR_TYPE_BIND;
     wr.wr_bind.flags = static_cast<ri_wr_flags_t>(rf);
     wr.wr_bind.id = reinterpret_cast<uintptr_t>(r);
-    wr.wr_bind.mw_handle = r->mw;
+    wr.wr_bind.mw_handle = r->mw.handle();
     wr.wr_bind.rtag = next;
     // An unbind (length 0, L8269) still names a region for the verbs layer: the one given,
     // else the one the window is bound into.
@@ -219,7 +213,7 @@ DAT_RETURN rmr_bind(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lh, const DAT_LMR_TRIPLET *
     if (!named) named = as<Lmr>(lh, DAT_HANDLE_TYPE_LMR);
     if (!named && r->lmr && handles().valid(r->lmr, DAT_HANDLE_TYPE_LMR)) named = r->lmr;
     if (!named) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_LMR);
-    wr.wr_bind.mr_handle = named->mr;
+    wr.wr_bind.mr_handle = named->mr.handle();
     wr.wr_bind.ltag = named->lmr_context;
     wr.wr_bind.vaddr = t->virtual_address;
     wr.wr_bind.length = t->segment_length;
@@ -252,8 +246,7 @@ DAT_RETURN rmr_bind(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lh, const DAT_LMR_TRIPLET *
 DAT_RETURN rmr_free(DAT_RMR_HANDLE h) {
     Rmr *r = as<Rmr>(h, DAT_HANDLE_TYPE_RMR);
     if (!r) return err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_RMR);
-    ri_err_data_t e = 0;
-    ri_mw_dealloc(r->ia->rnic, r->mw, &e);
+    r->mw.dealloc();
     {
         std::lock_guard lk(r->ia->mu);
         auto it = r->ia->rmr_contexts.find(r->rtag);

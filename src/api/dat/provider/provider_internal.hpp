@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "api/common/event_queue.hpp"
+#include "api/common/memory_registration.hpp"
 #include "api/common/object_registry.hpp"
 #include "api/common/rnic_instance.hpp"
 #include "cm/connection_manager.hpp"
@@ -101,7 +102,7 @@ struct Pz : Obj {
 
 struct Lmr : Obj {
     Pz *pz = nullptr;
-    ri_mr_handle_t mr = nullptr;
+    api::MemoryRegion mr;
     DAT_MEM_TYPE mem_type{};
     DAT_REGION_DESCRIPTION region{};
     DAT_VLEN length = 0;
@@ -116,7 +117,7 @@ struct Lmr : Obj {
 
 struct Rmr : Obj {
     Pz *pz = nullptr;
-    ri_mw_handle_t mw = nullptr;
+    api::MemoryWindow mw;
     ri_rtag_t rtag = 0;  // current context (index | key)
     DAT_RMR_SCOPE scope = DAT_RMR_SCOPE_PZ;
     DAT_LMR_TRIPLET triplet{};
