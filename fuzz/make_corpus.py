@@ -8,7 +8,8 @@ fuzz/corpus/mpa/*: byte 0 = bit 0 Reply expected, bits 1-7 chunk seed, then the 
 fuzz/corpus/mad/*: whole 256-byte MADs of each class (see mad_fuzz.cpp), from the layouts
 pinned by tests/mad/.
 fuzz/corpus/dat_conf/*: dat.conf text: the lines the provider ships (src/api/dat/provider/
-dat.conf.in), Debian's, and the quoting and comment forms dat_conf.hpp describes.
+dat.conf.in), Debian's, the quoting and comment forms dat_conf.hpp describes, a line over
+the length limit.
 Run from anywhere; rewrites the files in place. The shm_ring and shm_hello corpora are
 written by the production encoders instead: build shm_corpus_gen (fuzz/CMakeLists.txt) and
 run `shm_corpus_gen fuzz/corpus`.
@@ -113,6 +114,11 @@ DAT_CONF = {
                  'quote u2.0 nonthreadsafe default l.so p.1.0 "unterminated ""\n'
                  'ver u2.0 nonthreadsafe default l.so dapl.x.0 "" ""\n'
                  'api u999999999.0 nonthreadsafe default l.so p.1.0 "" ""\n',
+    # A line just over kMaxConfLineLength between two good ones (and libFuzzer's -max_len
+    # grows to the longest seed, so lines that long are explored at all).
+    "long_line": 'a u2.0 nonthreadsafe default l.so p.1.0 "" ""\n'
+                 'long u2.0 nonthreadsafe default l.so p.1.0 "' + "x" * (16 * 1024) + '" ""\n'
+                 'b u2.0 nonthreadsafe default l.so p.1.0 "" ""\n',
 }
 
 
