@@ -6,7 +6,13 @@ byte 1 = receive cap selector (0 = 65535), then FPDU bytes (see fpdu_decoder_fuz
 fuzz/corpus/mpa/*: byte 0 = bit 0 Reply expected, bits 1-7 chunk seed, then the frame
 (see mpa_startup_fuzz.cpp).
 fuzz/corpus/mad/*: whole 256-byte MADs of each class (see mad_fuzz.cpp), from the layouts
-pinned by tests/mad/. Run from anywhere; rewrites the files in place.
+pinned by tests/mad/.
+fuzz/corpus/dat_conf/*: dat.conf text: the lines the provider ships (src/api/dat/provider/
+dat.conf.in), Debian's, the quoting and comment forms dat_conf.hpp describes, a line over
+the length limit.
+Run from anywhere; rewrites the files in place. The shm_ring and shm_hello corpora are
+written by the production encoders instead: build shm_corpus_gen (fuzz/CMakeLists.txt) and
+run `shm_corpus_gen fuzz/corpus`.
 """
 import os
 
@@ -92,6 +98,29 @@ MAD = {
                           " 31323334 41424344 51525354 61626364",
 }
 
+DAT_CONF = {
+    "shipped": open(os.path.join(HERE, "..", "src", "api", "dat", "provider", "dat.conf.in"))
+    .read().replace("@DAPL_LIB@", "libdaplsoftrnic.so.2"),
+    "debian": 'ofa-v2-ib0 u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "ib0 0" ""\n'
+              'ofa-v2-mlx4_0-1 u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0'
+              ' "mlx4_0 1" ""\n'
+              'OpenIB-cma u1.2 nonthreadsafe default libdaplcma.so.1 dapl.1.2 "ib0 0" ""\n',
+    "quoting": '# header\n\n'
+               '  a k1.12 threadsafe nondefault /x/lib.so my.prov.3.4 "say \\"hi\\" \\\\ #no"'
+               ' plain # trailing\n'
+               'b\tu2.0\tnonthreadsafe\tdefault\tl.so\tp.1.0\t""\t""\r\n'
+               'c u2.0 nonthreadsafe default l.so p.1.0 unquoted ""',
+    "malformed": 'short u2.0 nonthreadsafe default\n'
+                 'quote u2.0 nonthreadsafe default l.so p.1.0 "unterminated ""\n'
+                 'ver u2.0 nonthreadsafe default l.so dapl.x.0 "" ""\n'
+                 'api u999999999.0 nonthreadsafe default l.so p.1.0 "" ""\n',
+    # A line just over kMaxConfLineLength between two good ones (and libFuzzer's -max_len
+    # grows to the longest seed, so lines that long are explored at all).
+    "long_line": 'a u2.0 nonthreadsafe default l.so p.1.0 "" ""\n'
+                 'long u2.0 nonthreadsafe default l.so p.1.0 "' + "x" * (16 * 1024) + '" ""\n'
+                 'b u2.0 nonthreadsafe default l.so p.1.0 "" ""\n',
+}
+
 
 def unhex(s):
     return bytes.fromhex(s.replace(" ", ""))
@@ -122,6 +151,10 @@ def main():
         mad = unhex(hx)
         assert len(mad) <= 256, name
         write(os.path.join(madir, name), mad + bytes(256 - len(mad)))
+    ddir = os.path.join(HERE, "corpus", "dat_conf")
+    os.makedirs(ddir, exist_ok=True)
+    for name, text in DAT_CONF.items():
+        write(os.path.join(ddir, name), text.encode())
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the wire and MAD codec fuzz targets with clang and runs each for N seconds (default 30)
+# Builds the fuzz targets (fuzz/CMakeLists.txt) with clang and runs each for N seconds (default 30)
 # on a temporary copy of its seed corpus. Exits non-zero on any crash, leak, sanitizer
 # report or invariant failure (the crashing input is kept and its path printed).
 #
@@ -25,11 +25,13 @@ fi
 
 CC=clang CXX=clang++ cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "${extra[@]}" >/dev/null
-cmake --build "$build" --target fpdu_decoder_fuzz mpa_startup_fuzz mad_fuzz stats_fuzz
+cmake --build "$build" --target fpdu_decoder_fuzz mpa_startup_fuzz mad_fuzz stats_fuzz \
+  shm_ring_fuzz shm_hello_fuzz dat_conf_fuzz
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/softrnic-fuzz.XXXXXX")
 failed=0
-for pair in fpdu_decoder_fuzz:fpdu mpa_startup_fuzz:mpa mad_fuzz:mad stats_fuzz:stats; do
+for pair in fpdu_decoder_fuzz:fpdu mpa_startup_fuzz:mpa mad_fuzz:mad stats_fuzz:stats \
+  shm_ring_fuzz:shm_ring shm_hello_fuzz:shm_hello dat_conf_fuzz:dat_conf; do
   target=${pair%%:*}
   corpus=${pair##*:}
   exe=$(find "$build" -type f -name "$target" -perm -u+x | head -n 1)

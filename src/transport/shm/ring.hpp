@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "transport/shm/entry.hpp"
 #include "transport/shm/layout.hpp"
 
 namespace softrnic::transport::shm::detail {
@@ -155,9 +156,7 @@ class Consumer {
             sync_acquire(key_);
             std::memcpy(&h, e, sizeof h);
             uint32_t room = n_ - static_cast<uint32_t>(pos_ & mask_);
-            if (h.nslots == 0 || h.nslots > room ||
-                L::kHdrBytes + h.len > size_t{h.nslots} * L::kSlot)
-                return Peek::Bad;
+            if (!entry_fits(h, room)) return Peek::Bad;
             if (h.type == L::Type::Pad) {
                 pos_ += h.nslots;
                 continue;

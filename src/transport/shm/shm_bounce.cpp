@@ -52,7 +52,8 @@ void ShmConnection::pump_target() {
     }
 }
 
-// The bounce entries on the resp ring, at either end. False: a malformed entry.
+// The bounce entries on the resp ring, at either end, whose shape check_resp() accepted
+// (the chunk index is in range). False: the entry does not match our state.
 bool ShmConnection::handle_bounce(const L::EntryHdr &h) {
     switch (h.type) {
         case L::Type::Pull: {
@@ -69,7 +70,6 @@ bool ShmConnection::handle_bounce(const L::EntryHdr &h) {
                 (r->kind != OpKind::Send && r->kind != OpKind::SendInvalidate &&
                  r->kind != OpKind::SendImmediate && r->kind != OpKind::RdmaWrite &&
                  r->kind != OpKind::RdmaWriteImmediate) ||
-                h.stag >= L::kBounceChunks || h.b == 0 || h.b > L::kBounceChunk ||
                 h.a > r->length || h.b > r->length - h.a)
                 return false;
             gather(r->local.data(), r->nlocal, h.a, peer_bounce_ + h.stag * L::kBounceChunk, h.b);
@@ -89,8 +89,8 @@ bool ShmConnection::handle_bounce(const L::EntryHdr &h) {
                 rec = find_locked(h.seq);
             }
             ShmOp *r = rec ? &rec->state_as<ShmOp>() : nullptr;
-            if (!r || r->kind != OpKind::RdmaRead || h.stag >= L::kBounceChunks || h.b == 0 ||
-                h.b > L::kBounceChunk || h.a != r->placed || h.b > r->length - r->placed)
+            if (!r || r->kind != OpKind::RdmaRead || h.a != r->placed ||
+                h.b > r->length - r->placed)
                 return false;
             scatter(r->local.data(), r->nlocal, h.a, peer_bounce_ + h.stag * L::kBounceChunk, h.b);
             Ctl c;
@@ -107,8 +107,8 @@ bool ShmConnection::handle_bounce(const L::EntryHdr &h) {
         case L::Type::PullDone: {
             uint32_t i = h.stag;
             TargetOp &t = cur_;
-            if (i >= L::kBounceChunks || chunk_[i] != ChunkUse::Pull || chunk_seq_[i] != h.seq ||
-                chunk_off_[i] != h.a || chunk_len_[i] != h.b || !t.active || t.seq != h.seq)
+            if (chunk_[i] != ChunkUse::Pull || chunk_seq_[i] != h.seq || chunk_off_[i] != h.a ||
+                chunk_len_[i] != h.b || !t.active || t.seq != h.seq)
                 return false;
             const std::byte *src = my_bounce_ + i * L::kBounceChunk;
             if (t.type == L::Type::SendRemote) {
@@ -133,7 +133,7 @@ bool ShmConnection::handle_bounce(const L::EntryHdr &h) {
         }
         case L::Type::ChunkFree: {
             uint32_t i = h.stag;
-            if (i >= L::kBounceChunks || chunk_[i] != ChunkUse::Push) return false;
+            if (chunk_[i] != ChunkUse::Push) return false;
             chunk_[i] = ChunkUse::Free;
             pump_target();
             return true;

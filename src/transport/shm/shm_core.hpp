@@ -377,8 +377,6 @@ class ShmConnection final : public ProgressSource {
     bool process_req();
     bool handle_req(const L::EntryHdr &h, const std::byte *payload);
     bool handle_resp(const L::EntryHdr &h, const std::byte *payload);
-    bool parse_iovs(const L::EntryHdr &h, const std::byte *payload, uint64_t total,
-                    std::array<iovec, L::kMaxIov> &out, uint32_t &n);
     void target_failed(const RxStatus &st, uint32_t stag, uint64_t to);
     void protocol_error();
     void cma_failed();

@@ -316,6 +316,8 @@ bool ShmConnection::push_ctl(const Ctl &c) {
 // ---------------------------------------------------------------------- initiator side
 
 bool ShmConnection::handle_resp(const L::EntryHdr &h, const std::byte *payload) {
+    // The entry's shape (entry.hpp); what follows checks it against the operation it names.
+    if (!check_resp(h)) return false;
     switch (h.type) {
         case L::Type::Ack:
         case L::Type::ReadRespInline:

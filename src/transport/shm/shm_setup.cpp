@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "base/config.hpp"
+#include "transport/shm/hello.hpp"
 #include "transport/shm/link.hpp"
 #include "transport/shm/shm.hpp"
 
@@ -108,16 +109,6 @@ bool same_user(int sock, pid_t *peer_pid) {
 }
 
 namespace {
-
-struct Hello {  // 40 bytes, one sendmsg (with the segment fd)
-    uint64_t magic;
-    uint32_t version;
-    uint32_t seg_bytes;
-    uint64_t probe_addr;   // where the sender's probe word lives in its address space
-    uint64_t probe_value;  // what the word holds
-    uint32_t cma_wanted;   // informative: the sender will use CMA if its probe works
-    uint32_t reserved;
-};
 
 int make_segment(Mapping &out) {
     int fd = static_cast<int>(
@@ -217,13 +208,7 @@ bool make_and_send_hello(int sock, bool cma_wanted, Mapping &mine) {
     h->size = static_cast<uint32_t>(L::kSegmentBytes);
     std::atomic_ref<uint64_t>(h->probe).store(probe, std::memory_order_release);
 
-    Hello hello{};
-    hello.magic = L::kMagic;
-    hello.version = L::kVersion;
-    hello.seg_bytes = static_cast<uint32_t>(L::kSegmentBytes);
-    hello.probe_addr = reinterpret_cast<uintptr_t>(&h->probe);
-    hello.probe_value = probe;
-    hello.cma_wanted = cma_wanted;
+    const Hello hello = make_hello(reinterpret_cast<uintptr_t>(&h->probe), probe, cma_wanted);
     return send_hello(sock, &hello, fd);
 }
 
@@ -255,8 +240,8 @@ bool Handshake::start(int sock, bool allow_cma, bool defer_hello) {
 
 Handshake::Step Handshake::receive(int sock) {
     State &s = *st_;
-    Hello hello{};
-    iovec iov{&hello, sizeof hello};
+    std::byte buf[sizeof(Hello)];
+    iovec iov{buf, sizeof buf};
     alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int) * 4)] = {};
     msghdr mh{};
     mh.msg_iov = &iov;
@@ -290,11 +275,9 @@ Handshake::Step Handshake::receive(int sock) {
         return Step::Failed;
     }
     if (n < 0) return Step::Failed;
-    // The hello is one 40-byte sendmsg on a stream that carries nothing else before it;
-    // anything else is not our peer.
-    if (n != static_cast<ssize_t>(sizeof hello) || nfds != 1 || (mh.msg_flags & MSG_CTRUNC) ||
-        hello.magic != L::kMagic || hello.version != L::kVersion ||
-        hello.seg_bytes != L::kSegmentBytes) {
+    Hello hello;
+    if (!parse_hello({buf, static_cast<size_t>(n)}, static_cast<size_t>(nfds),
+                     (mh.msg_flags & MSG_CTRUNC) != 0, hello)) {
         errno = EPROTO;
         return Step::Failed;
     }

@@ -6,22 +6,6 @@ namespace softrnic::transport::shm::detail {
 
 // ------------------------------------------------------------------------ rx helpers
 
-bool ShmConnection::parse_iovs(const L::EntryHdr &h, const std::byte *payload, uint64_t total,
-                               std::array<iovec, L::kMaxIov> &out, uint32_t &n) {
-    if (h.len % sizeof(L::Iov) != 0 || h.len / sizeof(L::Iov) > L::kMaxIov) return false;
-    n = h.len / sizeof(L::Iov);
-    uint64_t sum = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-        L::Iov v;
-        std::memcpy(&v, payload + i * sizeof v, sizeof v);
-        if (v.len == 0 || v.addr + v.len < v.addr || sum + v.len < sum) return false;
-        sum += v.len;
-        out[i] = {reinterpret_cast<void *>(static_cast<uintptr_t>(v.addr)),
-                  static_cast<size_t>(v.len)};
-    }
-    return sum == total;
-}
-
 // The engine refused an arrival (it raised its event and moved to Terminate): send the
 // Terminate it describes and stop delivering.
 void ShmConnection::target_failed(const RxStatus &st, uint32_t stag, uint64_t to) {
@@ -103,9 +87,10 @@ bool ShmConnection::handle_req(const L::EntryHdr &h, const std::byte *payload) {
     bool se = h.flags & L::kFlagSolicited;
     std::array<iovec, L::kMaxIov> iov;
     uint32_t niov = 0;
+    // The entry's shape (entry.hpp); what follows checks it against our memory and state.
+    if (!check_req(h, payload, iov, niov)) return protocol_error(), false;
     switch (h.type) {
         case L::Type::SendInline: {
-            if (h.len > L::kInlineMax) return protocol_error(), false;
             OpKind kind = h.flags & L::kFlagInvalidate  ? OpKind::SendInvalidate
                           : h.flags & L::kFlagImmediate ? OpKind::SendImmediate
                                                         : OpKind::Send;
@@ -115,7 +100,6 @@ bool ShmConnection::handle_req(const L::EntryHdr &h, const std::byte *payload) {
             return true;
         }
         case L::Type::WriteInline: {
-            if (h.len > L::kInlineMax) return protocol_error(), false;
             if (h.len > 0) {
                 // With CMA the peer may place its next writes to this STag itself.
                 const bool may_grant = grants_possible() && !(h.flags & L::kFlagImmediate);
@@ -136,7 +120,6 @@ bool ShmConnection::handle_req(const L::EntryHdr &h, const std::byte *payload) {
         }
         case L::Type::SendRemote:
         case L::Type::WriteRemote: {
-            if (h.b == 0 || !parse_iovs(h, payload, h.b, iov, niov)) return protocol_error(), false;
             TargetOp &t = cur_;
             t = TargetOp{};
             t.type = h.type;
@@ -250,7 +233,6 @@ bool ShmConnection::handle_req(const L::EntryHdr &h, const std::byte *payload) {
             return true;
         }
         case L::Type::ReadReq: {
-            if (!parse_iovs(h, payload, h.b, iov, niov)) return protocol_error(), false;
             if (h.b == 0) {
                 Ctl c;
                 c.type = L::Type::Ack;
@@ -300,7 +282,6 @@ bool ShmConnection::handle_req(const L::EntryHdr &h, const std::byte *payload) {
             return true;
         }
         case L::Type::Atomic: {
-            if (h.len != 16) return protocol_error(), false;
             uint64_t op1, op2, orig = 0;
             std::memcpy(&op1, payload, 8);
             std::memcpy(&op2, payload + 8, 8);
