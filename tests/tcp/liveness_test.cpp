@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "../base/log_capture.hpp"
+#include "loopback_socket_pair.hpp"
 #include "transport/llp_registry.hpp"
 #include "transport/tcp/tcp_channel.hpp"
 
@@ -40,22 +41,7 @@ class EnvSetting {
 // A connected TCP socket pair over 127.0.0.1; both -1 when it cannot be made.
 struct SocketPair {
     int a = -1, b = -1;
-    SocketPair() {
-        int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in sa{};
-        sa.sin_family = AF_INET;
-        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t sl = sizeof sa;
-        if (l < 0 || ::bind(l, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0 ||
-            ::listen(l, 1) != 0 || ::getsockname(l, reinterpret_cast<sockaddr *>(&sa), &sl) != 0) {
-            if (l >= 0) ::close(l);
-            return;
-        }
-        a = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (a >= 0 && ::connect(a, reinterpret_cast<sockaddr *>(&sa), sizeof sa) == 0)
-            b = ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC);
-        ::close(l);
-    }
+    SocketPair() { rt_tcp::loopback_socket_pair(a, b); }
     ~SocketPair() {
         if (a >= 0) ::close(a);
         if (b >= 0) ::close(b);

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "../rnicpi/fixture.hpp"
+#include "loopback_socket_pair.hpp"
 #include "transport/tcp/tcp_channel.hpp"
 #include "transport/tcp/wire/crc32c.hpp"
 #include "transport/tcp/wire/ddp_rdmap.hpp"
@@ -27,24 +28,8 @@ namespace w = softrnic::transport::tcp::wire;
 
 namespace {
 
-// Connected socket pair over 127.0.0.1 (listen on port 0, connect, accept).
 bool socket_pair(int &a, int &b) {
-    int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (l < 0) return false;
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t sl = sizeof sa;
-    if (::bind(l, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0 || ::listen(l, 1) != 0 ||
-        ::getsockname(l, reinterpret_cast<sockaddr *>(&sa), &sl) != 0) {
-        ::close(l);
-        return false;
-    }
-    a = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    bool ok = a >= 0 && ::connect(a, reinterpret_cast<sockaddr *>(&sa), sizeof sa) == 0;
-    b = ok ? ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC) : -1;
-    ::close(l);
-    return ok && b >= 0;
+    return rt_tcp::loopback_socket_pair(a, b);
 }
 
 bool write_all(int fd, const uint8_t *p, size_t n) {

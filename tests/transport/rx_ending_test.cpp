@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "../tcp/loopback_socket_pair.hpp"
 #include "transport/llp_registry.hpp"
 #include "transport/progress.hpp"
 #include "transport/shm/shm.hpp"
@@ -31,25 +32,6 @@ namespace tcp = softrnic::transport::tcp;
 namespace w = softrnic::transport::tcp::wire;
 
 namespace {
-
-bool loopback_pair(int &a, int &b) {
-    int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (l < 0) return false;
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t sl = sizeof sa;
-    if (::bind(l, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0 || ::listen(l, 1) != 0 ||
-        ::getsockname(l, reinterpret_cast<sockaddr *>(&sa), &sl) != 0) {
-        ::close(l);
-        return false;
-    }
-    a = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    bool ok = a >= 0 && ::connect(a, reinterpret_cast<sockaddr *>(&sa), sizeof sa) == 0;
-    b = ok ? ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC) : -1;
-    ::close(l);
-    return ok && b >= 0;
-}
 
 // Stands in for the engine's QP: keeps the records it hands to submit() (as the engine's
 // in-flight list does) and, inside the upcall that reports the stream's end, submits one
@@ -162,7 +144,7 @@ class RxEnding : public ::testing::Test {
     // parameters are handed over as the connection manager would after one, no CRC).
     void tcp_with_raw_peer() {
         int ours = -1;
-        ASSERT_TRUE(loopback_pair(ours, peer_));
+        ASSERT_TRUE(rt_tcp::loopback_socket_pair(ours, peer_));
         const ri_llp_stream_handle_t h = tcp::adopt_socket(ours, tcp::StreamParams{});
         ASSERT_GE(h, 0);
         attach_ours(claim(h));
