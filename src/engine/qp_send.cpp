@@ -110,13 +110,13 @@ ri_api_return_t Qp::post_sq(const ri_wr_t *wrs, uint32_t &num) {
         uint64_t retired = dev->sq_retired[slot].load(std::memory_order_acquire);
         uint64_t retired_pos = (retired >> 40) == (incarnation & 0xFFFFFF) ? retired & kPosMask : 0;
         if (sq_head - retired_pos >= sq_size) return RI_RET_QP_CAPACITY_EXCEEDED;
-        WrInfo info{wr.wr_common.id, raw(wr.wr_common.flags), wr.wr_common.type,
+        WrInfo info{wr.wr_common.id, raw(wr.wr_common.flags) | sq_sig_all, wr.wr_common.type,
                     is_send_type(wr.wr_common.type) ? wr.wr_send.rtag : 0, ++sq_head};
         if (st == RI_QP_STATE_READY_TO_SEND) {
             execute_sq_wr(wr, info);
         } else {
-            // An IB QP outside Error is parked: its own state decides (qp_ib_state.cpp).
-            if (st == kIbParked) {
+            // An IB QP outside RTS: its own state decides (qp_ib_state.cpp).
+            if (ib) {
                 if (ri_api_return_t r = ib_sq_post_state(); r != RI_RET_SUCCESS) {
                     --sq_head;
                     return r;
@@ -344,7 +344,9 @@ void Qp::finish_outbound(InFlight &f, transport::OpResult res) {
         case OpOutcome::Pending:
             break;
         case OpOutcome::Terminated:
-            if (state.load(std::memory_order_acquire) == RI_QP_STATE_READY_TO_SEND) {
+            if (ib) {
+                ib_fail_outbound(f, res);
+            } else if (state.load(std::memory_order_acquire) == RI_QP_STATE_READY_TO_SEND) {
                 // Reported by the submit itself (synchronous transport): this is the news.
                 complete_sq(f.w, f.wct, RI_WC_STATUS_REMOTE_TERMINATION_ERROR, 0, true);
                 record_fault({res.fault, res.op, 0, 0, false}, false);
@@ -358,6 +360,10 @@ void Qp::finish_outbound(InFlight &f, transport::OpResult res) {
             }
             break;
         case OpOutcome::Disconnected:
+            if (ib) {
+                ib_fail_outbound(f, res);
+                break;
+            }
             complete_sq(f.w, f.wct, RI_WC_STATUS_WR_FLUSHED_ERROR, 0, true);
             if (state.load(std::memory_order_acquire) == RI_QP_STATE_READY_TO_SEND) {
                 raise(RI_EVENT_QP_LLQ_CONNECTION_LOST);
@@ -365,6 +371,39 @@ void Qp::finish_outbound(InFlight &f, transport::OpResult res) {
             }
             break;
     }
+}
+
+void Qp::ib_fail_outbound(const InFlight &f, transport::OpResult res) {
+    // The in-process RC channel answers inside the post: the WR met exactly this (a QP
+    // paired with itself may already be in Error from the responder's side of the fault).
+    ri_wc_status_t st = RI_WC_STATUS_REMOTE_OP_ERROR;
+    if (res.outcome == OpOutcome::Disconnected) {
+        st = RI_WC_STATUS_TRANSPORT_RETRY_EXCEEDED;  // the responder never answered
+    } else {
+        // The NAK the responder's fault is (docs/ib-personality.md 7.1).
+        switch (res.fault) {
+            case RemoteFault::NoReceiveBuffer:
+                st = RI_WC_STATUS_RNR_RETRY_EXCEEDED;
+                break;
+            case RemoteFault::InvalidStag:
+            case RemoteFault::Bounds:
+            case RemoteFault::Access:
+            case RemoteFault::NotAssociated:
+            case RemoteFault::Wrap:
+            case RemoteFault::CannotInvalidate:
+                st = RI_WC_STATUS_REMOTE_ACCESS_ERROR;
+                break;
+            case RemoteFault::UnexpectedOpcode:
+            case RemoteFault::MessageTooLong:
+                st = RI_WC_STATUS_REMOTE_INVALID_REQ_ERROR;
+                break;
+            default:
+                break;
+        }
+    }
+    complete_sq(f.w, f.wct, st, 0, true);
+    // A requester's error is reported by its completion alone (no affiliated event).
+    enter_error(false);
 }
 
 transport::InflightOp *Qp::tx_record(uint32_t seq) {
