@@ -771,6 +771,31 @@ TEST_F(IbRc, RnrOnWriteImmediate) {
     EXPECT_EQ(b.state(qb), RI_QP_STATE_READY_TO_SEND);
 }
 
+// SQD: the send queue starts nothing (posts refused: the held list of section 7.3 is not
+// built) while arrivals go on; SQD -> RTS sends again.
+TEST_F(IbRc, SqdReceivesAndRtsResumes) {
+    pair();
+    ASSERT_EQ(a.modify(qa.h, kNext, to_state(RI_QP_STATE_SEND_QUEUE_DRAINING)), RI_RET_SUCCESS);
+    EXPECT_EQ(a.state(qa), RI_QP_STATE_SEND_QUEUE_DRAINED);
+    Buffer &ba = a.buffer(64, 0x31), &bb = b.buffer(64, 0x42);
+    ri_data_seg_t sa = ba.sge(0, 16), sb = bb.sge(0, 16);
+    EXPECT_EQ(a.send(qa, &sa, 1, 1), RI_RET_OP_UNSUPPORTED);
+    ASSERT_EQ(a.recv(qa, ba, 32, 32, 2), RI_RET_SUCCESS);
+    ASSERT_EQ(b.send(qb, &sb, 1, 3), RI_RET_SUCCESS);
+    EXPECT_EQ(ba.bytes[32], 0x42);
+    ASSERT_EQ(a.modify(qa.h, kNext, to_state(RI_QP_STATE_READY_TO_SEND)), RI_RET_SUCCESS);
+    ASSERT_EQ(b.recv(qb, bb, 32, 32, 4), RI_RET_SUCCESS);
+    ASSERT_EQ(a.send(qa, &sa, 1, 5), RI_RET_SUCCESS);
+    EXPECT_EQ(bb.bytes[32], 0x31);
+    std::vector<ri_wc_t> wa = a.drain(), wb = b.drain();
+    ASSERT_EQ(wa.size(), 2u);  // receive 2, send 5
+    ASSERT_EQ(wb.size(), 2u);  // send 3, receive 4
+    for (const ri_wc_t &w : wa)
+        EXPECT_EQ(rc(w).op_status, RI_WC_STATUS_SUCCESS);
+    for (const ri_wc_t &w : wb)
+        EXPECT_EQ(rc(w).op_status, RI_WC_STATUS_SUCCESS);
+}
+
 // Reset and back: a QP paired again after Reset carries traffic again.
 TEST_F(IbRc, ResetAndPairAgain) {
     pair();
