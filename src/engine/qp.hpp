@@ -151,7 +151,8 @@ class Qp final : public transport::Endpoint, public Object {
     void ib_bind_datagram(uint8_t port);
     void ib_unbind_datagram();
     // IB RC (qp_ib_state.cpp): whether this QP is the responder paired with that requester.
-    bool rx_rc_accepts(ri_lid_t slid, uint32_t src_qpn, ri_pkey_t pkey) override;
+    bool rx_rc_accepts(ri_lid_t slid, uint32_t src_qpn, ri_pkey_t pkey,
+                       uint8_t &rnr_timer) override;
     transport::InflightOp *tx_record(uint32_t seq) override;
     void tx_fail_all(transport::OpResult oldest) override;
     void tx_report() override;

@@ -196,11 +196,16 @@ ri_api_return_t Qp::ib_modify(uint32_t mask, ri_qp_attr_t &a) {
                 // Back to "newly created" (L3981-3994): WRs still queued go without
                 // completions (IBA 1.2 ch. 10, Reset); Error flushed them on entry already.
                 discard_rq();
-                reset_queues();
+                // The RC channel first: operations it still held complete flushed (the QP
+                // no longer sends), before the send queue starts over.
+                state.store(kIbParked, std::memory_order_release);
                 if (chan) {
                     chan->detach();
+                    complete_inflight();
                     chan.reset();
+                    async_chan = false;
                 }
+                reset_queues();
                 sq_sig_all = 0;
                 c.clear();
                 enable_read = enable_write = false;
@@ -250,7 +255,7 @@ ri_api_return_t Qp::ib_modify(uint32_t mask, ri_qp_attr_t &a) {
                         b.rnr_retry = c.primary.rnr_retry_count;
                         bool known = false;
                         chan = transport::claim(b, known, dev->progress);
-                        async_chan = false;
+                        async_chan = chan->asynchronous();
                         chan_caps.store(chan->capabilities(), std::memory_order_release);
                         sq_sig_all = c.signal_completions ? RI_WR_SIGNALED_FLAG : 0;
                         chan->attach(this);
@@ -318,13 +323,14 @@ ri_api_return_t Qp::ib_sq_post_state() const {
     return RI_RET_SUCCESS;
 }
 
-bool Qp::rx_rc_accepts(ri_lid_t slid, uint32_t src_qpn, ri_pkey_t pkey) {
+bool Qp::rx_rc_accepts(ri_lid_t slid, uint32_t src_qpn, ri_pkey_t pkey, uint8_t &rnr_timer) {
     // Section 4.3's pairing, checked at each operation (the fabric's lock keeps this QP
     // bound while the operation runs): an RC QP in RTR, RTS or SQD whose path names the
     // requester, in a partition they share.
     if (!ib || ib->service != IbService::Rc) return false;
     const IbQpState s = ib->state.load(std::memory_order_acquire);
     if (s != IbQpState::Rtr && s != IbQpState::Rts && s != IbQpState::Sqd) return false;
+    rnr_timer = ib->min_rnr_timer;
     return ib->dest_qpn == src_qpn && ib->primary.av.dlid == slid &&
            pkeys_match(dev->hca->pkey(ib->port, ib->pkey_index), pkey);
 }

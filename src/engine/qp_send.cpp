@@ -291,7 +291,9 @@ void Qp::execute_sq_wr(const ri_wr_t &wr, const WrInfo &info) {
         return;
     }
     // Asynchronous transport. First its synchronous fast path, while nothing is in flight
-    // (completing at once cannot overtake anything then): no record, no lock.
+    // (completing at once cannot overtake anything then): no record, no lock. An atomic
+    // carried out there (the IB RC channel's) leaves its original value in `f`.
+    op.atomic_result = &f.atomic_value;
     if (transport::OpResult now; inflight.idle() && chan->submit_now(op, now)) {
         finish_outbound(f, now);
         return;
@@ -374,13 +376,18 @@ void Qp::finish_outbound(InFlight &f, transport::OpResult res) {
 }
 
 void Qp::ib_fail_outbound(const InFlight &f, transport::OpResult res) {
-    // The in-process RC channel answers inside the post: the WR met exactly this (a QP
-    // paired with itself may already be in Error from the responder's side of the fault).
+    // A QP still sending reports what its operation met and goes to Error. Otherwise a NAK is
+    // still the operation's own news (a QP paired with itself is in Error from the
+    // responder's side of the fault already); anything else was cut short: flushed.
+    // (RTS, or SQD, where operations held before it go on: kIbReceiving.)
+    const ri_qp_state_t now = state.load(std::memory_order_acquire);
+    const bool live = now == RI_QP_STATE_READY_TO_SEND || now == kIbReceiving;
     ri_wc_status_t st = RI_WC_STATUS_REMOTE_OP_ERROR;
     if (res.outcome == OpOutcome::Disconnected) {
-        st = RI_WC_STATUS_TRANSPORT_RETRY_EXCEEDED;  // the responder never answered
+        // The responder never answered within the retry clock (docs/ib-personality.md 7.2).
+        st = live ? RI_WC_STATUS_TRANSPORT_RETRY_EXCEEDED : RI_WC_STATUS_WR_FLUSHED_ERROR;
     } else {
-        // The NAK the responder's fault is (docs/ib-personality.md 7.1).
+        // The NAK the responder's fault is (7.1).
         switch (res.fault) {
             case RemoteFault::NoReceiveBuffer:
                 st = RI_WC_STATUS_RNR_RETRY_EXCEEDED;
@@ -403,7 +410,7 @@ void Qp::ib_fail_outbound(const InFlight &f, transport::OpResult res) {
     }
     complete_sq(f.w, f.wct, st, 0, true);
     // A requester's error is reported by its completion alone (no affiliated event).
-    enter_error(false);
+    if (live) enter_error(false);
 }
 
 transport::InflightOp *Qp::tx_record(uint32_t seq) {

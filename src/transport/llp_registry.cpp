@@ -117,7 +117,7 @@ std::unique_ptr<Channel> claim(const QpBinding &binding, bool &known, ProgressEn
     if (const auto *s = std::get_if<StreamBinding>(&binding))
         return claim_llp(s->llp, known, progress);
     known = true;
-    return ib::claim_path(std::get<IbPathBinding>(binding));
+    return ib::claim_path(std::get<IbPathBinding>(binding), progress);
 }
 
 }  // namespace softrnic::transport

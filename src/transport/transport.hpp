@@ -315,8 +315,10 @@ class Endpoint {
     // (docs/ib-personality.md 4.3): an RC QP in RTR, RTS or SQD whose destination QPN is
     // `src_qpn`, whose primary path's DLID is `slid`, and whose P_Key matches `pkey`. A
     // responder that is not answers nothing: the requester hears silence.
-    virtual bool rx_rc_accepts(ri_lid_t slid, uint32_t src_qpn, ri_pkey_t pkey) {
-        (void)slid, (void)src_qpn, (void)pkey;
+    // `rnr_timer` gets the responder's minimum RNR timer (the RNR NAK's timer field).
+    virtual bool rx_rc_accepts(ri_lid_t slid, uint32_t src_qpn, ri_pkey_t pkey,
+                               uint8_t &rnr_timer) {
+        (void)slid, (void)src_qpn, (void)pkey, (void)rnr_timer;
         return false;
     }
     // Completes the finished records at the head of the list, in submission order. The

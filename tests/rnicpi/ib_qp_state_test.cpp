@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "fixture.hpp"
@@ -812,6 +813,13 @@ TEST_F(IbQpState, PostsPerState) {
             ri_api_return_t rq_want = s == S::Reset ? RI_RET_QP_INVALID_STATE : RI_RET_SUCCESS;
             EXPECT_EQ(post_recv(q, 8), rq_want);
             std::vector<ri_wc_t> wcs = drain_cq();
+            // The RC send waits out its retry clock (ACK timeout 14, 7 retries: about 0.5 s).
+            for (auto until = rt::Clock::now() + rt::kTimeout;
+                 rc_sends && wcs.size() < 2 && rt::Clock::now() < until;) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                std::vector<ri_wc_t> more = drain_cq();
+                wcs.insert(wcs.end(), more.begin(), more.end());
+            }
             if (s == S::Error) {
                 ASSERT_EQ(wcs.size(), 2u);
                 for (const ri_wc_t &w : wcs)

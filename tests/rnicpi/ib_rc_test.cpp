@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fixture.hpp"
@@ -171,6 +172,11 @@ struct IbNode {
     // Drives `q` from Reset to `to` (Init, RTR or RTS) with `dlid`/`dest_qpn` as its path.
     void connect(const RcQp &q, ri_lid_t dlid, uint32_t dest_qpn, const RcOptions &o = {},
                  ri_qp_state_t to = RI_QP_STATE_READY_TO_SEND) {
+        connect_from(RI_QP_STATE_IDLE, q, dlid, dest_qpn, o, to);
+    }
+    // The same from `from` (Reset, Init or RTR).
+    void connect_from(ri_qp_state_t from, const RcQp &q, ri_lid_t dlid, uint32_t dest_qpn,
+                      const RcOptions &o = {}, ri_qp_state_t to = RI_QP_STATE_READY_TO_SEND) {
         ri_qp_attr_t m{};
         m.state = RI_QP_STATE_INITIALIZED;
         m.enable_rdma_read = o.read;
@@ -179,7 +185,9 @@ struct IbNode {
         ib.enable_atomic = o.atomic;
         ib.primary_av.physical_port = q.port;
         ib.primary_av.pkey_index = 0;
-        ASSERT_EQ(modify(q.h, kNext | kPkey | kPort | kRd | kWr | kAt, m), RI_RET_SUCCESS);
+        if (from == RI_QP_STATE_IDLE) {
+            ASSERT_EQ(modify(q.h, kNext | kPkey | kPort | kRd | kWr | kAt, m), RI_RET_SUCCESS);
+        }
         if (to == RI_QP_STATE_INITIALIZED) return;
         m.state = RI_QP_STATE_READY_TO_RECEIVE;
         ib.primary_av.path_mtu = RI_IB_MTU_4K;
@@ -191,7 +199,9 @@ struct IbNode {
         ib.rcv_psn = 0x100;
         ib.min_rnrnak_timer = 1;
         m.max_rdma_read_incoming = 4;
-        ASSERT_EQ(modify(q.h, kNext | kPath | kDest | kRpsn | kIrd | kRnr, m), RI_RET_SUCCESS);
+        if (from != RI_QP_STATE_READY_TO_RECEIVE) {
+            ASSERT_EQ(modify(q.h, kNext | kPath | kDest | kRpsn | kIrd | kRnr, m), RI_RET_SUCCESS);
+        }
         if (to == RI_QP_STATE_READY_TO_RECEIVE) return;
         m.state = RI_QP_STATE_READY_TO_SEND;
         ib.send_psn = 0x200;
@@ -264,7 +274,20 @@ struct IbNode {
         return post(q, wr);
     }
 
-    // Every completion now in the CQ (RC in the process completes inside the post).
+    // Polls until `n` completions came (or the test's bound passed): what the RC channel
+    // holds (silence, RNR) completes from the progress thread, on its timer.
+    std::vector<ri_wc_t> wait(size_t n) {
+        std::vector<ri_wc_t> out;
+        const auto until = rt::Clock::now() + rt::kTimeout;
+        while (out.size() < n && rt::Clock::now() < until) {
+            std::vector<ri_wc_t> more = drain();
+            out.insert(out.end(), more.begin(), more.end());
+            if (out.size() < n) std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+        return out;
+    }
+    // Every completion now in the CQ (what the responder takes or NAKs at once completes
+    // inside the post).
     std::vector<ri_wc_t> drain() {
         std::vector<ri_wc_t> out;
         ri_wc_t wc[16];
@@ -681,27 +704,33 @@ TEST_F(IbRc, UnpairedPeerRetryExceeded) {
     for (int kind = 0; kind < 3; ++kind) {
         SCOPED_TRACE(kind);
         SetUp();
+        RcOptions quick;
+        quick.local_ack_timeout = 8;  // 4.096 us x 2^8 x (3 + 1): about 4.2 ms
+        quick.retry_count = 3;
         qa = a.rc(1);
         qb = b.rc(1);
         RcQp other = b.rc(1);
         switch (kind) {
             case 0:  // a QPN nobody has
-                a.connect(qa, b.lid(1), (qb.qpn + 1000) & 0xFFFFFF);
+                a.connect(qa, b.lid(1), (qb.qpn + 1000) & 0xFFFFFF, quick);
                 break;
             case 1:  // the peer is only in Init
-                a.connect(qa, b.lid(1), qb.qpn);
+                a.connect(qa, b.lid(1), qb.qpn, quick);
                 b.connect(qb, a.lid(1), qa.qpn, {}, RI_QP_STATE_INITIALIZED);
                 break;
             case 2:  // the peer's path names another QP
-                a.connect(qa, b.lid(1), qb.qpn);
+                a.connect(qa, b.lid(1), qb.qpn, quick);
                 b.connect(qb, a.lid(1), other.qpn);
                 break;
         }
         Buffer &buf = a.buffer(64);
         ri_data_seg_t s = buf.sge(0, 8);
+        const auto t0 = rt::Clock::now();
         ASSERT_EQ(a.send(qa, &s, 1, 1), RI_RET_SUCCESS);
         ASSERT_EQ(a.send(qa, &s, 1, 2), RI_RET_SUCCESS);
-        std::vector<ri_wc_t> sw = a.drain();
+        EXPECT_TRUE(a.drain().empty());  // held while the retry clock runs
+        std::vector<ri_wc_t> sw = a.wait(2);
+        EXPECT_GE(rt::Clock::now() - t0, std::chrono::microseconds(4096 * 256 * 4 / 1000));
         ASSERT_EQ(sw.size(), 2u);
         EXPECT_EQ(rc(sw[0]).op_status, RI_WC_STATUS_TRANSPORT_RETRY_EXCEEDED);
         EXPECT_EQ(rc(sw[1]).op_status, RI_WC_STATUS_WR_FLUSHED_ERROR);
@@ -718,14 +747,17 @@ TEST_F(IbRc, UnpairedPeerRetryExceeded) {
 
 // A peer QP that was paired and then left RTS (Error) or was destroyed: silence as well.
 TEST_F(IbRc, PeerGoneRetryExceeded) {
-    pair();
+    RcOptions quick;
+    quick.local_ack_timeout = 4;
+    quick.retry_count = 1;
+    pair(quick, {});
     Buffer &buf = a.buffer(64), &rb = b.buffer(64);
     ASSERT_EQ(b.recv(qb, rb, 0, 64, 1), RI_RET_SUCCESS);
     ri_data_seg_t s = buf.sge(0, 8);
     ASSERT_EQ(a.send(qa, &s, 1, 1), RI_RET_SUCCESS);
     ASSERT_EQ(b.modify(qb.h, kNext, to_state(RI_QP_STATE_ERROR)), RI_RET_SUCCESS);
     ASSERT_EQ(a.send(qa, &s, 1, 2), RI_RET_SUCCESS);
-    std::vector<ri_wc_t> sw = a.drain();
+    std::vector<ri_wc_t> sw = a.wait(2);
     ASSERT_EQ(sw.size(), 2u);
     EXPECT_EQ(rc(sw[0]).op_status, RI_WC_STATUS_SUCCESS);
     EXPECT_EQ(rc(sw[1]).op_status, RI_WC_STATUS_TRANSPORT_RETRY_EXCEEDED);
@@ -745,7 +777,7 @@ TEST_F(IbRc, RnrRetryExceeded) {
         Buffer &rb = b.buffer(64);
         ri_data_seg_t s = buf.sge(0, 8);
         ASSERT_EQ(a.send(qa, &s, 1, 1), RI_RET_SUCCESS);
-        std::vector<ri_wc_t> sw = a.drain();
+        std::vector<ri_wc_t> sw = a.wait(1);
         ASSERT_EQ(sw.size(), 1u);
         EXPECT_EQ(rc(sw[0]).op_status, RI_WC_STATUS_RNR_RETRY_EXCEEDED);
         EXPECT_EQ(a.state(qa), RI_QP_STATE_ERROR);
@@ -765,7 +797,7 @@ TEST_F(IbRc, RnrOnWriteImmediate) {
     Buffer &dst = b.buffer(64);
     ri_data_seg_t s = src.sge(0, 8);
     ASSERT_EQ(a.write(qa, &s, 1, dst.rtag, dst.va(), 1, true, 5), RI_RET_SUCCESS);
-    std::vector<ri_wc_t> sw = a.drain();
+    std::vector<ri_wc_t> sw = a.wait(1);
     ASSERT_EQ(sw.size(), 1u);
     EXPECT_EQ(rc(sw[0]).op_status, RI_WC_STATUS_RNR_RETRY_EXCEEDED);
     EXPECT_EQ(b.state(qb), RI_QP_STATE_READY_TO_SEND);
@@ -794,6 +826,94 @@ TEST_F(IbRc, SqdReceivesAndRtsResumes) {
         EXPECT_EQ(rc(w).op_status, RI_WC_STATUS_SUCCESS);
     for (const ri_wc_t &w : wb)
         EXPECT_EQ(rc(w).op_status, RI_WC_STATUS_SUCCESS);
+}
+
+// RNR with rnr_retry 7 (without limit): the send is held, the ones after it wait behind it,
+// and all go through, in order, once the responder posts receives.
+TEST_F(IbRc, RnrRetriedUntilReceivePosted) {
+    RcOptions forever;
+    forever.rnr_retry = 7;
+    pair(forever, {});
+    Buffer &src = a.buffer(64);
+    Buffer &dst = b.buffer(64, 0);
+    for (int i = 0; i < 64; ++i)
+        src.bytes[i] = static_cast<unsigned char>(i);
+    ri_data_seg_t s1 = src.sge(0, 8), s2 = src.sge(8, 8);
+    ASSERT_EQ(a.send(qa, &s1, 1, 1), RI_RET_SUCCESS);
+    ASSERT_EQ(a.send(qa, &s2, 1, 2), RI_RET_SUCCESS);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_TRUE(a.drain().empty());
+    EXPECT_EQ(a.state(qa), RI_QP_STATE_READY_TO_SEND);
+    ASSERT_EQ(b.recv(qb, dst, 0, 32, 11), RI_RET_SUCCESS);
+    ASSERT_EQ(b.recv(qb, dst, 32, 32, 12), RI_RET_SUCCESS);
+    std::vector<ri_wc_t> sw = a.wait(2);
+    ASSERT_EQ(sw.size(), 2u);
+    EXPECT_EQ(rc(sw[0]).id, 1u);
+    EXPECT_EQ(rc(sw[1]).id, 2u);
+    for (const ri_wc_t &w : sw)
+        EXPECT_EQ(rc(w).op_status, RI_WC_STATUS_SUCCESS);
+    std::vector<ri_wc_t> rw = b.drain();
+    ASSERT_EQ(rw.size(), 2u);
+    EXPECT_EQ(rc(rw[0]).id, 11u);
+    EXPECT_EQ(std::memcmp(dst.bytes.data(), src.bytes.data(), 8), 0);
+    EXPECT_EQ(std::memcmp(dst.bytes.data() + 32, src.bytes.data() + 8, 8), 0);
+}
+
+// A responder that reaches RTR within the requester's ACK timeout x (retry_count + 1) gets
+// what was posted to it meanwhile (7.2: pairing late is fine).
+TEST_F(IbRc, LatePairingWithinTheRetryClock) {
+    RcOptions patient;
+    patient.local_ack_timeout = 18;  // about 1 s, times 8 tries
+    qa = a.rc(1);
+    qb = b.rc(1);
+    a.connect(qa, b.lid(1), qb.qpn, patient);
+    b.connect(qb, a.lid(1), qa.qpn, {}, RI_QP_STATE_INITIALIZED);
+    Buffer &src = a.buffer(64, 0x66), &dst = b.buffer(64);
+    ASSERT_EQ(b.recv(qb, dst, 0, 64, 1), RI_RET_SUCCESS);
+    ri_data_seg_t s = src.sge(0, 16);
+    ASSERT_EQ(a.send(qa, &s, 1, 2), RI_RET_SUCCESS);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_TRUE(a.drain().empty());
+    b.connect_from(RI_QP_STATE_INITIALIZED, qb, a.lid(1), qa.qpn, {}, RI_QP_STATE_READY_TO_RECEIVE);
+    std::vector<ri_wc_t> sw = a.wait(1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(rc(sw[0]).op_status, RI_WC_STATUS_SUCCESS);
+    EXPECT_EQ(dst.bytes[15], 0x66);
+}
+
+// ACK timeout 0 disables the retry clock (IBA 1.2 ch. 9): a silent responder is waited for
+// without end; moving the QP to Error flushes what it holds.
+TEST_F(IbRc, AckTimeoutZeroWaitsUntilError) {
+    RcOptions never;
+    never.local_ack_timeout = 0;
+    qa = a.rc(1);
+    a.connect(qa, b.lid(1), 0x123456, never);
+    Buffer &src = a.buffer(64);
+    ri_data_seg_t s = src.sge(0, 8);
+    ASSERT_EQ(a.send(qa, &s, 1, 1), RI_RET_SUCCESS);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    EXPECT_TRUE(a.drain().empty());
+    ASSERT_EQ(a.modify(qa.h, kNext, to_state(RI_QP_STATE_ERROR)), RI_RET_SUCCESS);
+    std::vector<ri_wc_t> sw = a.wait(1);
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(rc(sw[0]).op_status, RI_WC_STATUS_WR_FLUSHED_ERROR);
+}
+
+// Reset (from RTS) while the channel holds an operation: it completes flushed and the QP
+// is in Reset, as newly created.
+TEST_F(IbRc, ResetWhileHeld) {
+    RcOptions never;
+    never.local_ack_timeout = 0;
+    qa = a.rc(1);
+    a.connect(qa, b.lid(1), 0x654321, never);
+    Buffer &src = a.buffer(64);
+    ri_data_seg_t s = src.sge(0, 8);
+    ASSERT_EQ(a.send(qa, &s, 1, 1), RI_RET_SUCCESS);
+    ASSERT_EQ(a.modify(qa.h, kNext, to_state(RI_QP_STATE_IDLE)), RI_RET_SUCCESS);
+    EXPECT_EQ(a.state(qa), RI_QP_STATE_IDLE);
+    std::vector<ri_wc_t> sw = a.drain();
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(rc(sw[0]).op_status, RI_WC_STATUS_WR_FLUSHED_ERROR);
 }
 
 // Reset and back: a QP paired again after Reset carries traffic again.

@@ -793,6 +793,7 @@ TEST_F(IbUd, RcTakesNoDatagrams) {
     m.state = RI_QP_STATE_READY_TO_RECEIVE;
     ib.primary_av.path_mtu = RI_IB_MTU_1K;
     ib.primary_av.av.dlid = a.lid(2);
+    ib.primary_av.local_ack_timeout = 1;  // the retry clock: 4.096 us x 2 x (0 + 1)
     ib.dest_qpn = 0x42;
     ASSERT_EQ(
         a.modify(rc,
@@ -806,6 +807,10 @@ TEST_F(IbUd, RcTakesNoDatagrams) {
         ri_qp_post_send(a.rnic, rc, RI_WR_TYPE_SEND, rt::F(rt::kSig), 1, nullptr, 0, 0, 0, &err),
         RI_RET_SUCCESS);
     std::vector<ri_wc_t> wc = a.drain();
+    for (auto until = rt::Clock::now() + rt::kTimeout; wc.empty() && rt::Clock::now() < until;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        wc = a.drain();
+    }
     ASSERT_EQ(wc.size(), 1u);
     EXPECT_EQ(wc[0].rc_wc.op_status, RI_WC_STATUS_TRANSPORT_RETRY_EXCEEDED);
     // A datagram addressed to the RC QP's number (bound on its port from RTR) is not taken.
