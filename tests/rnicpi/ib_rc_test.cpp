@@ -899,6 +899,61 @@ TEST_F(IbRc, AckTimeoutZeroWaitsUntilError) {
     EXPECT_EQ(rc(sw[0]).op_status, RI_WC_STATUS_WR_FLUSHED_ERROR);
 }
 
+// Two pairs sending at once from two threads into one instance (for ThreadSanitizer: the
+// fabric's lock, the responders' receive queues and their shared CQ), one of them through
+// RNR waits (its receives are posted while it sends).
+TEST_F(IbRc, ConcurrentPairs) {
+    constexpr int kMsgs = 16;  // the QPs' receive queues hold 16
+    RcOptions forever;
+    forever.rnr_retry = 7;
+    RcQp a1 = a.rc(1), a2 = a.rc(2), b1 = b.rc(1), b2 = b.rc(2);
+    a.connect(a1, b.lid(1), b1.qpn, forever);
+    a.connect(a2, b.lid(2), b2.qpn, forever);
+    b.connect(b1, a.lid(1), a1.qpn);
+    b.connect(b2, a.lid(2), a2.qpn);
+    Buffer &src = a.buffer(64, 0x5C), &dst = b.buffer(64 * 2 * kMsgs);
+    for (int i = 0; i < kMsgs; ++i)
+        ASSERT_EQ(b.recv(b1, dst, i * 64, 64, 100 + i), RI_RET_SUCCESS);
+    std::thread receiver([&] {
+        for (int i = 0; i < kMsgs; ++i) {
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+            ri_data_seg_t sg = dst.sge((kMsgs + i) * 64, 64);
+            EXPECT_EQ(ri_qp_post_recv(b.rnic, b2.h, rt::F(0), 200 + i, &sg, 1, &err),
+                      RI_RET_SUCCESS);
+        }
+    });
+    auto sender = [&](const RcQp &q) {
+        for (int i = 0; i < kMsgs; ++i) {
+            ri_data_seg_t sg = src.sge(0, 32);
+            ri_wr_t wr{};
+            wr.wr_send.type = RI_WR_TYPE_SEND;
+            wr.wr_send.flags = rt::F(0);  // unsignalled: a's CQ stays quiet
+            wr.wr_send.id = static_cast<ri_wr_id_t>(i);
+            wr.wr_send.sg_list = &sg;
+            wr.wr_send.num_sgls = 1;
+            uint_t n = 1;
+            ri_err_data_t e = 0;
+            // The send queue holds 16; unsignalled successes free their slots once a later
+            // completion is polled, so the last one is signalled.
+            if (i == kMsgs - 1) wr.wr_send.flags = rt::F(rt::kSig);
+            EXPECT_EQ(ri_qp_postsq(a.rnic, q.h, &wr, &n, &e), RI_RET_SUCCESS);
+        }
+    };
+    std::thread t1(sender, a1);
+    sender(a2);
+    t1.join();
+    receiver.join();
+    std::vector<ri_wc_t> rw = b.wait(2 * kMsgs);
+    ASSERT_EQ(rw.size(), size_t{2 * kMsgs});
+    for (const ri_wc_t &w : rw)
+        EXPECT_EQ(rc(w).op_status, RI_WC_STATUS_SUCCESS);
+    std::vector<ri_wc_t> sw = a.wait(2);
+    ASSERT_EQ(sw.size(), 2u);
+    for (const ri_wc_t &w : sw)
+        EXPECT_EQ(rc(w).op_status, RI_WC_STATUS_SUCCESS);
+    EXPECT_EQ(dst.bytes[(2 * kMsgs - 1) * 64 + 31], 0x5C);
+}
+
 // Reset (from RTS) while the channel holds an operation: it completes flushed and the QP
 // is in Reset, as newly created.
 TEST_F(IbRc, ResetWhileHeld) {
