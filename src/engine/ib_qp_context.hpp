@@ -11,24 +11,28 @@
 
 namespace softrnic::engine {
 
-// The value Qp::state holds for an IB QP that is not in Error. The data path acts on
-// Qp::state: IDLE and RTS are its fast cases (post, arrival). Until the IB data plane
-// exists (docs/ib-personality.md section 10, step 4) an IB QP never takes them, so every
-// post to it reaches the slow branches, where IbQpContext::state decides (Qp::post_sq,
-// Qp::post_rq). TIMEWAIT is no QP state of either personality (RNICPI L8421, A7), so no
-// iWARP QP ever holds it. Error is Error in both fields: the shared error paths
-// (enter_error, flush) work on IB QPs unchanged.
+// The values Qp::state holds for an IB QP. The data path acts on Qp::state: IDLE and RTS
+// are its fast cases (post, arrival). An RC QP in RTS holds RTS there, so its posts and
+// arrivals take the iWARP QP's paths unchanged, through its RC channel
+// (transport/ib/rc_channel.hpp). Otherwise an IB QP holds kIbReceiving where arrivals are
+// accepted but nothing starts on the send queue (an RC QP in RTR or SQD), kIbParked in
+// the other states outside Error: its posts reach the slow branches, where
+// IbQpContext::state decides (Qp::post_sq, Qp::post_rq). TIMEWAIT and READY_TO_RECEIVE
+// are no iWARP states (RNICPI L8421, A7), so no iWARP QP ever holds them. Error is Error
+// in both fields: the shared error paths (enter_error, flush) work on IB QPs unchanged.
 inline constexpr ri_qp_state_t kIbParked = RI_QP_STATE_TIMEWAIT;
+inline constexpr ri_qp_state_t kIbReceiving = RI_QP_STATE_READY_TO_RECEIVE;
 
 struct IbQpContext {
     IbService service = IbService::Rc;
     // Every SQ WR completes signalled (RNICPI L8606); create-only.
     bool signal_completions = false;
-    // The IB state; Qp::state says only "parked" or Error (see kIbParked). Written by
+    // The IB state; Qp::state says only what the data path needs (see kIbParked). Written by
     // ri_qp_modify and by the shared error path, read by the posters.
     std::atomic<IbQpState> state{IbQpState::Reset};
-    // In SQD: whether the send queue has drained. With no data plane nothing is ever in
-    // flight, so SQD is drained as soon as it is entered (section 7.3).
+    // In SQD: whether the send queue has drained. RC operations complete inside their post
+    // (in-process channel) and UD ones when handed over, so nothing is ever in flight and
+    // SQD is drained as soon as it is entered (section 7.3).
     std::atomic<bool> sq_drained{false};
 
     // Attributes (ri_qp_modify's caller serialises the calls on one QP). Port and P_Key

@@ -21,6 +21,28 @@ Qp::~Qp() {
 
 // ------------------------------------------------------------------------ error handling
 
+namespace {
+
+// The affiliated event an IB RC responder raises for the fault it NAKs (IBA 1.2 ch. 11).
+ri_async_event_type_t ib_responder_event(RemoteFault f) {
+    switch (f) {
+        case RemoteFault::InvalidStag:
+        case RemoteFault::Bounds:
+        case RemoteFault::Access:
+        case RemoteFault::NotAssociated:
+        case RemoteFault::Wrap:
+        case RemoteFault::CannotInvalidate:
+            return RI_EVENT_QP_LOCAL_ACCESS_VIOLATION_WQ_ERROR;
+        case RemoteFault::UnexpectedOpcode:
+        case RemoteFault::MessageTooLong:
+            return RI_EVENT_QP_INVALID_REQ_LOCAL_WQ_ERROR;
+        default:
+            return RI_EVENT_QP_LOCAL_WQ_CATASTROPHIC_ERROR;
+    }
+}
+
+}  // namespace
+
 void Qp::raise(ri_async_event_type_t ev) {
     dev->raise(ev, handle, ObjKind::Qp, os_data);
 }
@@ -44,8 +66,16 @@ void Qp::record_fault(const FaultReport &f, bool local) {
 }
 
 RxStatus Qp::fail_rx(ri_async_event_type_t ev, const FaultReport &f) {
-    ri_qp_state_t expect = RI_QP_STATE_READY_TO_SEND;
-    if (state.compare_exchange_strong(expect, RI_QP_STATE_TERMINATE, std::memory_order_acq_rel)) {
+    if (ib) {
+        // IB RC (docs/ib-personality.md 7.1): a missing receive is an RNR NAK, which leaves
+        // the responder as it is; the other faults are NAKs that take it to Error with the
+        // IB event of their kind.
+        if (f.fault == RemoteFault::NoReceiveBuffer) return RxStatus::fail(f.fault, f.op);
+        ev = ib_responder_event(f.fault);
+    }
+    ri_qp_state_t expect = state.load(std::memory_order_acquire);
+    if ((expect == RI_QP_STATE_READY_TO_SEND || expect == kIbReceiving) &&
+        state.compare_exchange_strong(expect, RI_QP_STATE_TERMINATE, std::memory_order_acq_rel)) {
         terminate_in_transport.store(true, std::memory_order_release);
         record_fault(f, true);
         raise(ev);

@@ -65,11 +65,14 @@ class Qp final : public transport::Endpoint, public Object {
     // (RNICPI L8597, "allocated for the QP from the associated SRQ and are outstanding").
     std::atomic<uint32_t> srq_outstanding{0};
 
-    // The state the data path acts on. On an IB QP: kIbParked or Error, the IB state
-    // being ib->state (ib_qp_context.hpp).
+    // The state the data path acts on. On an IB QP: RTS (RC in RTS), kIbReceiving,
+    // kIbParked or Error, the IB state being ib->state (ib_qp_context.hpp).
     std::atomic<ri_qp_state_t> state{RI_QP_STATE_IDLE};
     // InfiniBand QPs only (docs/ib-personality.md section 3.1); null on iWARP.
     std::unique_ptr<IbQpContext> ib;
+    // Or-ed into every send WR's flags: RI_WR_SIGNALED_FLAG on an IB RC QP created with
+    // signal_completions (RNICPI L8606), 0 otherwise (a mask, not a branch, on the post).
+    uint32_t sq_sig_all = 0;
 
     // Terminate message sent or received (ri_qp_query, L8473-8486).
     std::mutex term_mu;
@@ -147,6 +150,9 @@ class Qp final : public transport::Endpoint, public Object {
     // destroy).
     void ib_bind_datagram(uint8_t port);
     void ib_unbind_datagram();
+    // IB RC (qp_ib_state.cpp): whether this QP is the responder paired with that requester.
+    bool rx_rc_accepts(ri_lid_t slid, uint32_t src_qpn, ri_pkey_t pkey,
+                       uint8_t &rnr_timer) override;
     transport::InflightOp *tx_record(uint32_t seq) override;
     void tx_fail_all(transport::OpResult oldest) override;
     void tx_report() override;
@@ -171,6 +177,9 @@ class Qp final : public transport::Endpoint, public Object {
     ri_api_return_t validate_sq_wr(const ri_wr_t &wr) const;
     void execute_sq_wr(const ri_wr_t &wr, const WrInfo &info);
     void finish_outbound(InFlight &f, transport::OpResult res);
+    // IB RC: an operation the responder NAKed or never answered completes with the IB
+    // status, and the QP goes to Error (docs/ib-personality.md 7.1, 7.2).
+    void ib_fail_outbound(const InFlight &f, transport::OpResult res);
     void complete_sq(const WrInfo &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
                      bool force);
     // complete_sq's completion, built into `e`; false when there is none to queue (an
@@ -185,6 +194,10 @@ class Qp final : public transport::Endpoint, public Object {
     void flush_rq();
     void complete_recv(const RecvWqe &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
                        uint32_t wc_flags, uint32_t inv_rtag, uint32_t imm);
+    // The receive completion of both (complete_recv, complete_recv_datagram), built into
+    // `e`, with the SRQ's outstanding count taken down.
+    void recv_cqe(const RecvWqe &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
+                  uint32_t wc_flags, uint32_t inv_rtag, uint32_t imm, Cqe &e);
     // Resolves a local SGE list; returns a WC status (SUCCESS when all resolved).
     ri_wc_status_t resolve_local(const ri_data_seg_t *sg, uint32_t n, uint32_t need,
                                  transport::IoSpan *spans, MemRef *refs, uint64_t &total);

@@ -55,12 +55,6 @@ std::array<std::byte, transport::kGrhBytes> make_grh(const ResolvedAv &av, const
     return g;
 }
 
-// IBA 1.2 ch. 10 (partitioning): the same partition (low 15 bits, not the invalid 0), and at
-// least one side a full member (bit 15).
-bool pkeys_match(ri_pkey_t a, ri_pkey_t b) {
-    return (a & 0x7FFF) != 0 && (a & 0x7FFF) == (b & 0x7FFF) && ((a | b) & 0x8000);
-}
-
 }  // namespace
 
 // ------------------------------------------------------------------------------ binding
@@ -259,27 +253,9 @@ void Qp::complete_sq_datagram(const WrInfo &w, ri_wc_status_t status, uint64_t b
 void Qp::complete_recv_datagram(const RecvWqe &w, ri_wc_status_t status, uint64_t bytes,
                                 uint32_t wc_flags, uint32_t imm,
                                 const transport::DatagramSource &src) {
-    count_completion(RI_WC_TYPE_DATA_RECEIVED, status, bytes);
-    if (srq) {
-        uint32_t n = srq_outstanding.load(std::memory_order_relaxed);
-        while (n && !srq_outstanding.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel,
-                                                           std::memory_order_relaxed)) {
-        }
-    }
     Cqe e{};
-    e.wc.op_type = RI_WC_TYPE_DATA_RECEIVED;
-    e.wc.cq_os_data = rcq->os_data;
-    e.wc.qp_os_data = os_data;
-    e.wc.id = w.id;
-    e.wc.op_status = status;
-    e.wc.bytes_transferred = static_cast<uint32_t>(bytes);
-    e.wc.immediate_data = imm;
-    wc_flags |= w.flags & (RI_WR_CONSUMER_FLAG0 | RI_WR_CONSUMER_FLAG1);
-    if (w.flags & RI_WR_LOCAL_SOLICITED_FLAG) wc_flags |= RI_WC_FLAG_LOCAL_SOLICITED;
-    e.wc.flags = static_cast<ri_wc_flags_t>(wc_flags);
-    e.solicited = status != RI_WC_STATUS_SUCCESS || (wc_flags & RI_WC_FLAG_SOLICITED_EVENT) ||
-                  (w.flags & RI_WR_LOCAL_SOLICITED_FLAG);
-    e.retire_slot = ~0u;
+    // ri_gen_wc_t has qpn where ri_rc_wc_t has invalidated_rtag: the trailer fills it.
+    recv_cqe(w, RI_WC_TYPE_DATA_RECEIVED, status, bytes, wc_flags, 0, imm, e);
     CqeDatagram d{};
     d.qpn = qp_id;
     d.remote_qpn = src.remote_qpn;

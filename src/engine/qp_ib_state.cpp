@@ -1,9 +1,12 @@
 // The InfiniBand QP state machine (Reset, Init, RTR, RTS, SQD, SQE, Error) behind
 // ri_qp_modify on an IB instance (docs/ib-personality.md section 3): the table checks of
 // ib_qp_transitions.cpp, then the value checks, then the effects, all or nothing (RNICPI
-// L3883-3886). An IB QP's Qp::state stays kIbParked outside Error. A UD QP's send queue
-// is qp_datagram.cpp's (binding its QPN on its port from Init on); an RC QP's SQ posts in
-// RTS and SQD answer RI_RET_OP_UNSUPPORTED until its data plane comes (section 10, step 4).
+// L3883-3886). Qp::state holds what the data path needs (ib_qp_context.hpp): RTS for an RC
+// QP in RTS, kIbReceiving for one in RTR or SQD, kIbParked otherwise outside Error. A UD
+// QP's send queue is qp_datagram.cpp's (binding its QPN on its port from Init on). An RC
+// QP binds its QPN from RTR on, so that its requesters find it, and claims its RC channel
+// (transport/ib/rc_channel.hpp) at RTR -> RTS; its posts then take the engine's RC path.
+// SQ posts in SQD answer RI_RET_OP_UNSUPPORTED (the held list of section 7.3 is not built).
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -193,7 +196,17 @@ ri_api_return_t Qp::ib_modify(uint32_t mask, ri_qp_attr_t &a) {
                 // Back to "newly created" (L3981-3994): WRs still queued go without
                 // completions (IBA 1.2 ch. 10, Reset); Error flushed them on entry already.
                 discard_rq();
+                // The RC channel first: operations it still held complete flushed (the QP
+                // no longer sends), before the send queue starts over.
+                state.store(kIbParked, std::memory_order_release);
+                if (chan) {
+                    chan->detach();
+                    complete_inflight();
+                    chan.reset();
+                    async_chan = false;
+                }
                 reset_queues();
+                sq_sig_all = 0;
                 c.clear();
                 enable_read = enable_write = false;
                 ord = ird = 0;
@@ -214,19 +227,51 @@ ri_api_return_t Qp::ib_modify(uint32_t mask, ri_qp_attr_t &a) {
                 // Nothing is ever in flight without a data plane: drained at once (7.3).
                 c.sq_drained.store(true, std::memory_order_release);
                 c.state.store(IbQpState::Sqd, std::memory_order_release);
+                // Arrivals go on; nothing new starts on the send queue.
+                if (c.service == IbService::Rc)
+                    state.store(kIbReceiving, std::memory_order_release);
                 if (c.sqd_notify) raise(RI_EVENT_TYPE_QP_SEND_QUEUE_DRAINED);
                 break;
             }
             default:
                 if (to != IbQpState::Sqd) c.sq_drained.store(false, std::memory_order_release);
                 c.state.store(to, std::memory_order_release);
+                if (c.service != IbService::Rc) break;
+                if (to == IbQpState::Rtr) {
+                    state.store(kIbReceiving, std::memory_order_release);
+                } else if (to == IbQpState::Rts) {
+                    // The path is fixed from RTR on (section 3.4): the channel is claimed
+                    // once, at RTR -> RTS, and kept through SQD -> RTS.
+                    if (!chan) {
+                        transport::IbPathBinding b;
+                        b.hca = dev->hca.get();
+                        b.port = c.port;
+                        b.dlid = c.primary.av.dlid;
+                        b.local_qpn = qp_id;
+                        b.remote_qpn = c.dest_qpn;
+                        b.pkey = dev->hca->pkey(c.port, c.pkey_index);
+                        b.ack_timeout = c.primary.local_ack_timeout;
+                        b.retry_count = c.primary.retry_count;
+                        b.rnr_retry = c.primary.rnr_retry_count;
+                        bool known = false;
+                        chan = transport::claim(b, known, dev->progress);
+                        async_chan = chan->asynchronous();
+                        chan_caps.store(chan->capabilities(), std::memory_order_release);
+                        sq_sig_all = c.signal_completions ? RI_WR_SIGNALED_FLAG : 0;
+                        chan->attach(this);
+                    }
+                    state.store(RI_QP_STATE_READY_TO_SEND, std::memory_order_release);
+                }
                 break;
         }
     }
     // A UD QP receives on its port from Init on (its arrivals are refused until RTR by
-    // rx_datagram); a port change moves it.
-    if (c.service == IbService::Ud && c.port &&
-        c.state.load(std::memory_order_acquire) != IbQpState::Reset)
+    // rx_datagram); an RC QP from RTR on, once its destination is set (rx_rc_accepts reads
+    // it). A port change moves either; Reset unbinds them (above).
+    const IbQpState now = c.state.load(std::memory_order_acquire);
+    if (c.port && ((c.service == IbService::Ud && now != IbQpState::Reset) ||
+                   (c.service == IbService::Rc &&
+                    (now == IbQpState::Rtr || now == IbQpState::Rts || now == IbQpState::Sqd))))
         ib_bind_datagram(c.port);
     // Report what is in force now (L3892-3900).
     a.sq_size = sq_size;
@@ -267,14 +312,27 @@ ri_api_return_t Qp::ib_sq_post_state() const {
             return RI_RET_QP_INVALID_STATE;  // L4422: only in these states on IB
         case IbQpState::Rts:
         case IbQpState::Sqd:
-            // Would start (or, in SQD, hold) an operation: RC (and QP0/QP1) traffic is the
-            // rest of step 4 of docs/ib-personality.md section 10; UD posts never come here.
+            // An RC QP in RTS never comes here (Qp::state is RTS). Left: SQD, which would
+            // hold the WR (section 7.3, not built), and QP0/QP1 traffic; UD posts never
+            // come here.
             return RI_RET_OP_UNSUPPORTED;
         case IbQpState::Sqe:
         case IbQpState::Error:
             break;  // completes flushed (L4422-4431; section 7.4)
     }
     return RI_RET_SUCCESS;
+}
+
+bool Qp::rx_rc_accepts(ri_lid_t slid, uint32_t src_qpn, ri_pkey_t pkey, uint8_t &rnr_timer) {
+    // Section 4.3's pairing, checked at each operation (the fabric's lock keeps this QP
+    // bound while the operation runs): an RC QP in RTR, RTS or SQD whose path names the
+    // requester, in a partition they share.
+    if (!ib || ib->service != IbService::Rc) return false;
+    const IbQpState s = ib->state.load(std::memory_order_acquire);
+    if (s != IbQpState::Rtr && s != IbQpState::Rts && s != IbQpState::Sqd) return false;
+    rnr_timer = ib->min_rnr_timer;
+    return ib->dest_qpn == src_qpn && ib->primary.av.dlid == slid &&
+           pkeys_match(dev->hca->pkey(ib->port, ib->pkey_index), pkey);
 }
 
 }  // namespace softrnic::engine

@@ -169,8 +169,43 @@ inline void count_completion(ri_wc_type_t type, ri_wc_status_t status, uint64_t 
     }
 }
 
+// IBA 1.2 ch. 10 (partitioning): the same partition (low 15 bits, not the invalid 0), and at
+// least one side a full member (bit 15).
+inline bool pkeys_match(ri_pkey_t a, ri_pkey_t b) {
+    return (a & 0x7FFF) != 0 && (a & 0x7FFF) == (b & 0x7FFF) && ((a | b) & 0x8000);
+}
+
 }  // namespace qp_detail
 using namespace qp_detail;
+
+// complete_recv's completion (qp_recv.cpp), shared with UD receives (qp_datagram.cpp).
+inline void Qp::recv_cqe(const RecvWqe &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
+                         uint32_t wc_flags, uint32_t inv_rtag, uint32_t imm, Cqe &e) {
+    count_completion(type, status, bytes);
+    if (srq) {
+        // Every receive completion of an SRQ QP ends a WQE take_recv() counted; saturate
+        // anyway so a miscount can never wrap into a huge outstanding figure.
+        uint32_t n = srq_outstanding.load(std::memory_order_relaxed);
+        while (n && !srq_outstanding.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel,
+                                                           std::memory_order_relaxed)) {
+        }
+    }
+    e.wc.op_type = type;
+    e.wc.cq_os_data = rcq->os_data;
+    e.wc.qp_os_data = os_data;
+    e.wc.id = w.id;
+    e.wc.op_status = status;
+    e.wc.bytes_transferred = static_cast<uint32_t>(bytes);
+    e.wc.invalidated_rtag = inv_rtag;
+    e.wc.immediate_data = imm;
+    wc_flags |= w.flags & (RI_WR_CONSUMER_FLAG0 | RI_WR_CONSUMER_FLAG1);
+    if (w.flags & RI_WR_LOCAL_SOLICITED_FLAG) wc_flags |= RI_WC_FLAG_LOCAL_SOLICITED;
+    e.wc.flags = static_cast<ri_wc_flags_t>(wc_flags);
+    e.solicited = status != RI_WC_STATUS_SUCCESS || (wc_flags & RI_WC_FLAG_SOLICITED_EVENT) ||
+                  (w.flags & RI_WR_LOCAL_SOLICITED_FLAG);
+    e.retire_slot = ~0u;
+    e.retire_word = 0;
+}
 
 // complete_sq's completion (qp_send.cpp), shared with the UD send queue (qp_datagram.cpp);
 // inline so that complete_sq stays one function on the data path.
@@ -217,8 +252,12 @@ class RxScope {
             qp_.error_pending.exchange(false, std::memory_order_acq_rel))
             qp_.finish_error();
     }
+    // Arrivals are taken in RTS, and on an IB RC QP also in RTR and SQD (kIbReceiving:
+    // tested only once RTS failed, so an iWARP QP in RTS pays nothing for it).
     explicit operator bool() const {
-        return in_ && qp_.state.load(std::memory_order_acquire) == RI_QP_STATE_READY_TO_SEND;
+        if (!in_) return false;
+        const ri_qp_state_t s = qp_.state.load(std::memory_order_acquire);
+        return s == RI_QP_STATE_READY_TO_SEND || s == kIbReceiving;
     }
     // False when the gate was closed: whoever closed it (a flush, a graceful close, a reset
     // or a receive-queue resize) is moving the QP right now.

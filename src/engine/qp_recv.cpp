@@ -27,7 +27,7 @@ ri_api_return_t Qp::post_rq(const ri_wr_recv_t *wrs, uint32_t &num) {
         if (w.num_sgls && !w.sg_list) return RI_RET_WR_SG_INVALID_FORMAT;
         ri_qp_state_t st = state.load(std::memory_order_acquire);
         if (st != RI_QP_STATE_IDLE && st != RI_QP_STATE_READY_TO_SEND) {
-            if (st != kIbParked) {
+            if (st != kIbParked && st != kIbReceiving) {
                 // Error (and transient) states: accepted and completed as flushed (L4659-4665).
                 RecvWqe wqe{w.id, raw(w.flags), w.num_sgls};
                 complete_recv(wqe, RI_WC_TYPE_DATA_RECEIVED, RI_WC_STATUS_WR_FLUSHED_ERROR, 0, 0, 0,
@@ -48,7 +48,7 @@ ri_api_return_t Qp::post_rq(const ri_wr_recv_t *wrs, uint32_t &num) {
         // A concurrent move to ERROR may have flushed before our push landed: flush again.
         ri_qp_state_t after = state.load(std::memory_order_seq_cst);
         if (after != RI_QP_STATE_IDLE && after != RI_QP_STATE_READY_TO_SEND && after != kIbParked &&
-            !error_pending.load(std::memory_order_acquire))
+            after != kIbReceiving && !error_pending.load(std::memory_order_acquire))
             flush_rq();
         ++num;
     }
@@ -57,31 +57,8 @@ ri_api_return_t Qp::post_rq(const ri_wr_recv_t *wrs, uint32_t &num) {
 
 void Qp::complete_recv(const RecvWqe &w, ri_wc_type_t type, ri_wc_status_t status, uint64_t bytes,
                        uint32_t wc_flags, uint32_t inv_rtag, uint32_t imm) {
-    count_completion(type, status, bytes);
-    if (srq) {
-        // Every receive completion of an SRQ QP ends a WQE take_recv() counted; saturate
-        // anyway so a miscount can never wrap into a huge outstanding figure.
-        uint32_t n = srq_outstanding.load(std::memory_order_relaxed);
-        while (n && !srq_outstanding.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel,
-                                                           std::memory_order_relaxed)) {
-        }
-    }
     Cqe e{};
-    e.wc.op_type = type;
-    e.wc.cq_os_data = rcq->os_data;
-    e.wc.qp_os_data = os_data;
-    e.wc.id = w.id;
-    e.wc.op_status = status;
-    e.wc.bytes_transferred = static_cast<uint32_t>(bytes);
-    e.wc.invalidated_rtag = inv_rtag;
-    e.wc.immediate_data = imm;
-    wc_flags |= w.flags & (RI_WR_CONSUMER_FLAG0 | RI_WR_CONSUMER_FLAG1);
-    if (w.flags & RI_WR_LOCAL_SOLICITED_FLAG) wc_flags |= RI_WC_FLAG_LOCAL_SOLICITED;
-    e.wc.flags = static_cast<ri_wc_flags_t>(wc_flags);
-    e.solicited = status != RI_WC_STATUS_SUCCESS || (wc_flags & RI_WC_FLAG_SOLICITED_EVENT) ||
-                  (w.flags & RI_WR_LOCAL_SOLICITED_FLAG);
-    e.retire_slot = ~0u;
-    e.retire_word = 0;
+    recv_cqe(w, type, status, bytes, wc_flags, inv_rtag, imm, e);
     if (!rcq->push(e)) {
         raise(RI_EVENT_QP_CQ_RQ_ERROR);
         enter_error(true);
@@ -369,6 +346,11 @@ RxStatus Qp::rx_atomic(OpKind kind, uint32_t stag, uint64_t to, uint64_t op1, ui
                        uint64_t &original) {
     RxScope scope(*this);
     if (!scope) return RxStatus::fail(RemoteFault::Catastrophic);
+    // An IB responder takes atomics only where its access flags allow them (IBA 1.2 ch. 9:
+    // an Invalid Request NAK otherwise); iWARP has no such flag.
+    if (ib && !ib->enable_atomic) [[unlikely]]
+        return fail_rx(RI_EVENT_QP_INVALID_REQ_LOCAL_WQ_ERROR,
+                       {RemoteFault::UnexpectedOpcode, FaultedOp::Atomic, stag, to});
     if (to == transport::kAtomicAtBase) {
         MemEntry *e = dev->stags.by_stag(stag);
         to = e ? e->to_base : 0;

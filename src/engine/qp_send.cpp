@@ -110,13 +110,13 @@ ri_api_return_t Qp::post_sq(const ri_wr_t *wrs, uint32_t &num) {
         uint64_t retired = dev->sq_retired[slot].load(std::memory_order_acquire);
         uint64_t retired_pos = (retired >> 40) == (incarnation & 0xFFFFFF) ? retired & kPosMask : 0;
         if (sq_head - retired_pos >= sq_size) return RI_RET_QP_CAPACITY_EXCEEDED;
-        WrInfo info{wr.wr_common.id, raw(wr.wr_common.flags), wr.wr_common.type,
+        WrInfo info{wr.wr_common.id, raw(wr.wr_common.flags) | sq_sig_all, wr.wr_common.type,
                     is_send_type(wr.wr_common.type) ? wr.wr_send.rtag : 0, ++sq_head};
         if (st == RI_QP_STATE_READY_TO_SEND) {
             execute_sq_wr(wr, info);
         } else {
-            // An IB QP outside Error is parked: its own state decides (qp_ib_state.cpp).
-            if (st == kIbParked) {
+            // An IB QP outside RTS: its own state decides (qp_ib_state.cpp).
+            if (ib) {
                 if (ri_api_return_t r = ib_sq_post_state(); r != RI_RET_SUCCESS) {
                     --sq_head;
                     return r;
@@ -291,7 +291,9 @@ void Qp::execute_sq_wr(const ri_wr_t &wr, const WrInfo &info) {
         return;
     }
     // Asynchronous transport. First its synchronous fast path, while nothing is in flight
-    // (completing at once cannot overtake anything then): no record, no lock.
+    // (completing at once cannot overtake anything then): no record, no lock. An atomic
+    // carried out there (the IB RC channel's) leaves its original value in `f`.
+    op.atomic_result = &f.atomic_value;
     if (transport::OpResult now; inflight.idle() && chan->submit_now(op, now)) {
         finish_outbound(f, now);
         return;
@@ -344,7 +346,9 @@ void Qp::finish_outbound(InFlight &f, transport::OpResult res) {
         case OpOutcome::Pending:
             break;
         case OpOutcome::Terminated:
-            if (state.load(std::memory_order_acquire) == RI_QP_STATE_READY_TO_SEND) {
+            if (ib) {
+                ib_fail_outbound(f, res);
+            } else if (state.load(std::memory_order_acquire) == RI_QP_STATE_READY_TO_SEND) {
                 // Reported by the submit itself (synchronous transport): this is the news.
                 complete_sq(f.w, f.wct, RI_WC_STATUS_REMOTE_TERMINATION_ERROR, 0, true);
                 record_fault({res.fault, res.op, 0, 0, false}, false);
@@ -358,6 +362,10 @@ void Qp::finish_outbound(InFlight &f, transport::OpResult res) {
             }
             break;
         case OpOutcome::Disconnected:
+            if (ib) {
+                ib_fail_outbound(f, res);
+                break;
+            }
             complete_sq(f.w, f.wct, RI_WC_STATUS_WR_FLUSHED_ERROR, 0, true);
             if (state.load(std::memory_order_acquire) == RI_QP_STATE_READY_TO_SEND) {
                 raise(RI_EVENT_QP_LLQ_CONNECTION_LOST);
@@ -365,6 +373,44 @@ void Qp::finish_outbound(InFlight &f, transport::OpResult res) {
             }
             break;
     }
+}
+
+void Qp::ib_fail_outbound(const InFlight &f, transport::OpResult res) {
+    // A QP still sending reports what its operation met and goes to Error. Otherwise a NAK is
+    // still the operation's own news (a QP paired with itself is in Error from the
+    // responder's side of the fault already); anything else was cut short: flushed.
+    // (RTS, or SQD, where operations held before it go on: kIbReceiving.)
+    const ri_qp_state_t now = state.load(std::memory_order_acquire);
+    const bool live = now == RI_QP_STATE_READY_TO_SEND || now == kIbReceiving;
+    ri_wc_status_t st = RI_WC_STATUS_REMOTE_OP_ERROR;
+    if (res.outcome == OpOutcome::Disconnected) {
+        // The responder never answered within the retry clock (docs/ib-personality.md 7.2).
+        st = live ? RI_WC_STATUS_TRANSPORT_RETRY_EXCEEDED : RI_WC_STATUS_WR_FLUSHED_ERROR;
+    } else {
+        // The NAK the responder's fault is (7.1).
+        switch (res.fault) {
+            case RemoteFault::NoReceiveBuffer:
+                st = RI_WC_STATUS_RNR_RETRY_EXCEEDED;
+                break;
+            case RemoteFault::InvalidStag:
+            case RemoteFault::Bounds:
+            case RemoteFault::Access:
+            case RemoteFault::NotAssociated:
+            case RemoteFault::Wrap:
+            case RemoteFault::CannotInvalidate:
+                st = RI_WC_STATUS_REMOTE_ACCESS_ERROR;
+                break;
+            case RemoteFault::UnexpectedOpcode:
+            case RemoteFault::MessageTooLong:
+                st = RI_WC_STATUS_REMOTE_INVALID_REQ_ERROR;
+                break;
+            default:
+                break;
+        }
+    }
+    complete_sq(f.w, f.wct, st, 0, true);
+    // A requester's error is reported by its completion alone (no affiliated event).
+    if (live) enter_error(false);
 }
 
 transport::InflightOp *Qp::tx_record(uint32_t seq) {

@@ -3,6 +3,7 @@
 #include <mutex>
 #include <vector>
 
+#include "transport/ib/rc_channel.hpp"
 #include "transport/llp_registry.hpp"
 #include "transport/transport.hpp"
 
@@ -115,8 +116,8 @@ std::unique_ptr<Channel> claim_llp(ri_llp_stream_handle_t h, bool &known,
 std::unique_ptr<Channel> claim(const QpBinding &binding, bool &known, ProgressEngine &progress) {
     if (const auto *s = std::get_if<StreamBinding>(&binding))
         return claim_llp(s->llp, known, progress);
-    known = false;  // no transport binds an IB path yet
-    return nullptr;
+    known = true;
+    return ib::claim_path(std::get<IbPathBinding>(binding), progress);
 }
 
 }  // namespace softrnic::transport

@@ -311,6 +311,16 @@ class Endpoint {
         (void)a;
         return DatagramVerdict::NotReceiving;
     }
+    // An InfiniBand RC requester asks its responder whether it is paired with it
+    // (docs/ib-personality.md 4.3): an RC QP in RTR, RTS or SQD whose destination QPN is
+    // `src_qpn`, whose primary path's DLID is `slid`, and whose P_Key matches `pkey`. A
+    // responder that is not answers nothing: the requester hears silence.
+    // `rnr_timer` gets the responder's minimum RNR timer (the RNR NAK's timer field).
+    virtual bool rx_rc_accepts(ri_lid_t slid, uint32_t src_qpn, ri_pkey_t pkey,
+                               uint8_t &rnr_timer) {
+        (void)slid, (void)src_qpn, (void)pkey, (void)rnr_timer;
+        return false;
+    }
     // Completes the finished records at the head of the list, in submission order. The
     // transport calls it from its progress context with none of its locks held (the engine
     // may call close() from here), inside its endpoint gate, after finishing records.
@@ -364,15 +374,28 @@ class Channel {
     virtual void close(CloseKind kind) = 0;
 };
 
+namespace ib {
+class Hca;
+}
+
 // How a QP reaches its transport: a connected LLP stream (iWARP, RNICPI L1720-1781), or an
-// InfiniBand path (address vector and port; the IB personality fills it in later).
+// InfiniBand RC path (docs/ib-personality.md 4.3): the instance's ports, the port it leaves
+// from, the destination (DLID and QPN from the QP's primary path and destination QPN), the
+// source QPN and P_Key the responder checks, and the requester's retry counts (IBA 1.2
+// ch. 9).
 struct StreamBinding {
     ri_llp_stream_handle_t llp = 0;
 };
 struct IbPathBinding {
+    ib::Hca *hca = nullptr;
     uint8_t port = 0;
     ri_lid_t dlid = 0;
+    uint32_t local_qpn = 0;
     uint32_t remote_qpn = 0;
+    ri_pkey_t pkey = 0;
+    uint8_t ack_timeout = 0;
+    uint8_t retry_count = 0;
+    uint8_t rnr_retry = 0;  // 7: retried without limit
 };
 using QpBinding = std::variant<StreamBinding, IbPathBinding>;
 
@@ -385,7 +408,8 @@ using LlpClaimer = std::unique_ptr<Channel> (*)(ri_llp_stream_handle_t h, bool &
 void register_llp_claimer(LlpClaimer claimer);
 // Returns the channel for `h`, or nullptr with `known` false when no transport issued it.
 std::unique_ptr<Channel> claim_llp(ri_llp_stream_handle_t h, bool &known, ProgressEngine &progress);
-// The same for a QP's binding (a connected stream today; an IB path later).
+// The same for a QP's binding: a connected stream, or an InfiniBand RC path (the IB
+// transport's in-process RC channel, transport/ib/rc_channel.hpp).
 std::unique_ptr<Channel> claim(const QpBinding &binding, bool &known, ProgressEngine &progress);
 
 // Placement by the initiator. A transport may let its peers write into this process's

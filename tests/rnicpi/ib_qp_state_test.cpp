@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "fixture.hpp"
@@ -784,19 +785,21 @@ TEST_F(IbQpState, QueryReturnsTheAttributes) {
 
 // ------------------------------------------------------------------------------- posts
 
-// SQ posts: QP_INVALID_STATE in Reset, Init and RTR (L4422); in RTS and SQD an RC QP would
-// need its data plane (docs/ib-personality.md section 10, step 4): OP_UNSUPPORTED; a UD QP
-// in RTS reads the WR as a datagram (A10), whose address handle this one lacks
-// (ib_ud_test.cpp posts real ones), and holding WRs in SQD is not built; in Error they
-// complete flushed. RQ posts: QP_INVALID_STATE in Reset (L4659, A15), queued from Init
-// on, flushed in Error. Nothing is counted as posted when refused.
+// SQ posts: QP_INVALID_STATE in Reset, Init and RTR (L4422); an RC QP in RTS sends
+// (ib_rc_test.cpp): here its path names no QP, so the WR completes TRANSPORT_RETRY_EXCEEDED
+// and the QP goes to Error; a UD QP in RTS reads the WR as a datagram (A10), whose address
+// handle this one lacks (ib_ud_test.cpp posts real ones); holding WRs in SQD is not built
+// (OP_UNSUPPORTED); in Error they complete flushed. RQ posts: QP_INVALID_STATE in Reset
+// (L4659, A15), queued from Init on, flushed in Error. Nothing is counted as posted when
+// refused.
 TEST_F(IbQpState, PostsPerState) {
     for (bool rc : {true, false}) {
         for (S s : kStates) {
             SCOPED_TRACE(::testing::Message() << (rc ? "RC " : "UD ") << name_of(s));
             ri_qp_handle_t q = make(rc);
             drive(q, rc, s);
-            ri_api_return_t sq_want = s == S::Error                ? RI_RET_SUCCESS
+            const bool rc_sends = rc && s == S::Rts;  // to nobody: retry exceeded
+            ri_api_return_t sq_want = s == S::Error || rc_sends    ? RI_RET_SUCCESS
                                       : (s == S::Rts && !rc)       ? RI_RET_ADDRESS_HANDLE_INVALID
                                       : s == S::Rts || s == S::Sqd ? RI_RET_OP_UNSUPPORTED
                                                                    : RI_RET_QP_INVALID_STATE;
@@ -810,10 +813,23 @@ TEST_F(IbQpState, PostsPerState) {
             ri_api_return_t rq_want = s == S::Reset ? RI_RET_QP_INVALID_STATE : RI_RET_SUCCESS;
             EXPECT_EQ(post_recv(q, 8), rq_want);
             std::vector<ri_wc_t> wcs = drain_cq();
+            // The RC send waits out its retry clock (ACK timeout 14, 7 retries: about 0.5 s).
+            for (auto until = rt::Clock::now() + rt::kTimeout;
+                 rc_sends && wcs.size() < 2 && rt::Clock::now() < until;) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                std::vector<ri_wc_t> more = drain_cq();
+                wcs.insert(wcs.end(), more.begin(), more.end());
+            }
             if (s == S::Error) {
                 ASSERT_EQ(wcs.size(), 2u);
                 for (const ri_wc_t &w : wcs)
                     EXPECT_EQ(w.rc_wc.op_status, RI_WC_STATUS_WR_FLUSHED_ERROR);
+            } else if (rc_sends) {
+                // The send finds no responder; the QP's Error then flushes the receive.
+                ASSERT_EQ(wcs.size(), 2u);
+                EXPECT_EQ(wcs[0].rc_wc.op_status, RI_WC_STATUS_TRANSPORT_RETRY_EXCEEDED);
+                EXPECT_EQ(wcs[1].rc_wc.op_status, RI_WC_STATUS_WR_FLUSHED_ERROR);
+                EXPECT_EQ(state(q), RI_QP_STATE_ERROR);
             } else {
                 EXPECT_TRUE(wcs.empty());
             }

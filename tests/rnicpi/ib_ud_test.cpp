@@ -763,9 +763,9 @@ TEST_F(IbUd, PostChecksAndAddressHandleUse) {
     EXPECT_EQ(a.drain().size(), 2u);
 }
 
-// RC QPs on IB keep answering OP_UNSUPPORTED in RTS (their data plane is the next step),
-// and take no datagrams.
-TEST_F(IbUd, RcStaysUnsupported) {
+// RC QPs take no datagrams; in RTS their sends are RC operations (ib_rc_test.cpp), here to
+// a QP number nobody has: retry exceeded. A datagram to the RC QP's number is dropped.
+TEST_F(IbUd, RcTakesNoDatagrams) {
     IbNode a(subnet_);
     ri_qp_attr_t qa{};
     qa.pd = a.pd;
@@ -793,6 +793,7 @@ TEST_F(IbUd, RcStaysUnsupported) {
     m.state = RI_QP_STATE_READY_TO_RECEIVE;
     ib.primary_av.path_mtu = RI_IB_MTU_1K;
     ib.primary_av.av.dlid = a.lid(2);
+    ib.primary_av.local_ack_timeout = 1;  // the retry clock: 4.096 us x 2 x (0 + 1)
     ib.dest_qpn = 0x42;
     ASSERT_EQ(
         a.modify(rc,
@@ -804,7 +805,24 @@ TEST_F(IbUd, RcStaysUnsupported) {
     ASSERT_EQ(a.modify(rc, kNext | kSpsn | RI_QP_ATTR_MAX_RDMA_READ_OUTGOING, m), RI_RET_SUCCESS);
     EXPECT_EQ(
         ri_qp_post_send(a.rnic, rc, RI_WR_TYPE_SEND, rt::F(rt::kSig), 1, nullptr, 0, 0, 0, &err),
-        RI_RET_OP_UNSUPPORTED);
+        RI_RET_SUCCESS);
+    std::vector<ri_wc_t> wc = a.drain();
+    for (auto until = rt::Clock::now() + rt::kTimeout; wc.empty() && rt::Clock::now() < until;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        wc = a.drain();
+    }
+    ASSERT_EQ(wc.size(), 1u);
+    EXPECT_EQ(wc[0].rc_wc.op_status, RI_WC_STATUS_TRANSPORT_RETRY_EXCEEDED);
+    // A datagram addressed to the RC QP's number (bound on its port from RTR) is not taken.
+    UdQp ud = a.ud(2, 0x11);
+    ri_qp_attr_t rq{};
+    ASSERT_EQ(ri_qp_query(a.rnic, rc, &rq, &err), RI_RET_SUCCESS);
+    Buffer &buf = a.buffer(64);
+    ri_address_handle_t to_rc = a.ah(local_av(2, a.lid(1)));
+    ASSERT_EQ(a.send(ud, to_rc, rq.qp_id, 0x11, buf, 0, 8, 9), RI_RET_SUCCESS);
+    wc = a.drain();
+    ASSERT_EQ(wc.size(), 1u);  // the UD send only: nothing reached the RC QP
+    EXPECT_EQ(wc[0].ud_wc.op_status, RI_WC_STATUS_SUCCESS);
 }
 
 // Senders on two threads into one receiving QP: every datagram lands once (for
