@@ -43,6 +43,23 @@ using Clock = std::chrono::steady_clock;
 // Upper bound for anything the engine does asynchronously in these tests.
 inline constexpr std::chrono::seconds kTimeout{20};
 
+// Every completion now in `cq` (polled until empty), for tests whose operations complete
+// inside the post.
+inline std::vector<ri_wc_t> drain_cq(ri_rnic_handle_t rnic, ri_cq_handle_t cq) {
+    std::vector<ri_wc_t> out;
+    ri_wc_t wc[16];
+    ri_err_data_t err = 0;
+    for (;;) {
+        uint_t n = 16;
+        ri_api_return_t r = ri_cq_poll(rnic, cq, wc, &n, &err);
+        if (r == RI_RET_CQ_EMPTY) break;
+        EXPECT_EQ(r, RI_RET_SUCCESS);
+        if (r != RI_RET_SUCCESS) break;
+        out.insert(out.end(), wc, wc + n);
+    }
+    return out;
+}
+
 inline ri_wr_flags_t F(unsigned v) {
     return static_cast<ri_wr_flags_t>(v);
 }

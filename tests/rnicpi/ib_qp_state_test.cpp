@@ -260,18 +260,7 @@ class IbQpState : public ::testing::Test {
     }
 
     // Every completion now in the CQ.
-    std::vector<ri_wc_t> drain_cq() {
-        std::vector<ri_wc_t> out;
-        ri_wc_t wc[16];
-        for (;;) {
-            uint_t n = 16;
-            ri_api_return_t r = ri_cq_poll(rnic, cq, wc, &n, &err);
-            if (r == RI_RET_CQ_EMPTY) break;
-            EXPECT_EQ(r, RI_RET_SUCCESS);
-            out.insert(out.end(), wc, wc + n);
-        }
-        return out;
-    }
+    std::vector<ri_wc_t> drain_cq() { return rt::drain_cq(rnic, cq); }
 
     ri_api_return_t post_send(ri_qp_handle_t q, ri_wr_id_t id) {
         return ri_qp_post_send(rnic, q, RI_WR_TYPE_SEND, rt::F(rt::kSig), id, nullptr, 0, 0, 0,

@@ -288,18 +288,7 @@ struct IbNode {
     }
     // Every completion now in the CQ (what the responder takes or NAKs at once completes
     // inside the post).
-    std::vector<ri_wc_t> drain() {
-        std::vector<ri_wc_t> out;
-        ri_wc_t wc[16];
-        for (;;) {
-            uint_t n = 16;
-            ri_api_return_t r = ri_cq_poll(rnic, cq, wc, &n, &err);
-            if (r == RI_RET_CQ_EMPTY) break;
-            EXPECT_EQ(r, RI_RET_SUCCESS);
-            out.insert(out.end(), wc, wc + n);
-        }
-        return out;
-    }
+    std::vector<ri_wc_t> drain() { return rt::drain_cq(rnic, cq); }
 
     ri_vp_handle_t vp = nullptr;
     ri_rnic_handle_t rnic = nullptr;

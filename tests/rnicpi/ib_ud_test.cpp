@@ -187,18 +187,7 @@ struct IbNode {
                                    to, dest_qpn, qkey, 0, &err);
     }
     // Every completion now in the CQ (everything in this process completes inline).
-    std::vector<ri_wc_t> drain() {
-        std::vector<ri_wc_t> out;
-        ri_wc_t wc[16];
-        for (;;) {
-            uint_t n = 16;
-            ri_api_return_t r = ri_cq_poll(rnic, cq, wc, &n, &err);
-            if (r == RI_RET_CQ_EMPTY) break;
-            EXPECT_EQ(r, RI_RET_SUCCESS);
-            out.insert(out.end(), wc, wc + n);
-        }
-        return out;
-    }
+    std::vector<ri_wc_t> drain() { return rt::drain_cq(rnic, cq); }
 
     ri_vp_handle_t vp = nullptr;
     ri_rnic_handle_t rnic = nullptr;
