@@ -73,6 +73,12 @@ Found read_process(uint32_t pid, StatsSnapshot &out, std::string &why) {
     const StatsParse r = base::parse_stats(bytes, out);
     ::munmap(p, static_cast<size_t>(st.st_size));
     if (r != StatsParse::Ok) {
+        // A process that died while it made its file or folded a block into it leaves one
+        // that never parses: the pid its name carries decides that it is stale.
+        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+            why = "its process is gone";
+            return Found::Stale;
+        }
         why = r == StatsParse::Busy ? "busy" : "not a softrnic counters file";
         return Found::Unreadable;
     }

@@ -12,8 +12,22 @@ mode=$1 softrnic=$2
 tmp=$(mktemp -d)
 bench_pid=
 cleanup() {
-    [ -n "$bench_pid" ] && kill "$bench_pid" 2>/dev/null || true
+    if [ -n "$bench_pid" ]; then
+        # The benchmark and its peer process, killed, leave their counters files: once both
+        # are gone, a listing removes them (and any other process's stale file).
+        procs="$bench_pid $(pgrep -P "$bench_pid" 2>/dev/null | tr '\n' ' ')"
+        kill -CONT $procs 2>/dev/null || true
+        kill $procs 2>/dev/null || true
+        for _ in $(seq 100); do
+            alive=0
+            for p in $procs; do kill -0 "$p" 2>/dev/null && alive=1; done
+            [ $alive = 0 ] && break
+            sleep 0.05
+        done
+        "$softrnic" stats >/dev/null 2>&1 || true
+    fi
     [ -n "${fake:-}" ] && rm -f "$fake"
+    [ -n "${fake_cut:-}" ] && rm -f "$fake_cut"
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -75,22 +89,36 @@ disabled)
     [ ! -e "/dev/shm/softrnic-stats.$bench_pid" ] || fail "SOFTRNIC_STATS=0 kept a file"
     ;;
 stale)
+    # Two files of processes that are gone: a whole one (a copy of a running benchmark's, read
+    # once it is readable) and one cut short, as a process that died while it made its file
+    # or folded a block into it leaves (it never parses).
     start_bench 100000000
-    for _ in $(seq 100); do
-        [ -e "/dev/shm/softrnic-stats.$bench_pid" ] && break
+    for _ in $(seq 600); do
+        "$softrnic" stats "$bench_pid" >/dev/null 2>&1 && break
+        kill -0 "$bench_pid" 2>/dev/null || fail "the benchmark ended early"
         sleep 0.05
     done
+    "$softrnic" stats "$bench_pid" >/dev/null || fail "the benchmark's counters never became readable"
     sleep 0 &
     dead=$!
     wait $dead
+    sleep 0 &
+    cut_short=$!
+    wait $cut_short
     fake=/dev/shm/softrnic-stats.$dead
+    fake_cut=/dev/shm/softrnic-stats.$cut_short
     cp "/dev/shm/softrnic-stats.$bench_pid" "$fake"
-    rc=0
-    "$softrnic" stats "$dead" 2>"$tmp/err" || rc=$?
-    [ $rc = 1 ] && grep -q "gone" "$tmp/err" || fail "a dead process's file was read (exit $rc)"
+    head -c 24 "/dev/shm/softrnic-stats.$bench_pid" >"$fake_cut"
+    for p in "$dead" "$cut_short"; do
+        rc=0
+        "$softrnic" stats "$p" 2>"$tmp/err" || rc=$?
+        [ $rc = 1 ] && grep -q "gone" "$tmp/err" ||
+            fail "a dead process's file was read (pid $p, exit $rc: $(cat "$tmp/err"))"
+    done
     "$softrnic" stats >"$tmp/all"
     ! grep -q "^process $dead " "$tmp/all" || fail "a dead process was listed"
     [ ! -e "$fake" ] || fail "the stale file was not removed"
+    [ ! -e "$fake_cut" ] || fail "the stale file cut short was not removed"
     ;;
 bad_option)
     rc=0
